@@ -1,0 +1,1 @@
+"""Result JSON -> PCCs, per-phase fits, predictions, comparisons, reports. Never boots vLLM."""

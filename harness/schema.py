@@ -1,0 +1,251 @@
+"""The one source of truth for the start-up phases and the result document.
+
+Every tool of the suite (the boot harness, the benchmark matrix, the log reader, the analysis)
+speaks the names and the fields defined here and nowhere else. This module imports without
+vLLM (pydantic only), so ``analysis`` can read results on any machine.
+
+Schema changelog (bump ``SCHEMA_VERSION`` on any change a reader must know about):
+
+- 1 (2026-11-29): first version: six phases, BootResult, the result document.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+
+
+class Phase(NamedTuple):
+    name: str
+    description: str
+    subphases: tuple[str, ...]
+    # The physical quantity the reference study found the phase to scale with.
+    driver: str
+
+
+# Order matters: it is the order in which a boot goes through the phases.
+PHASES: tuple[Phase, ...] = (
+    Phase(
+        "framework_bootstrap",
+        "interpreter start and imports, platform detection, engine config, "
+        "EngineCore and Worker process start-up, device init",
+        ("imports", "engine_config", "engine_core_start", "worker_start", "device_init"),
+        "roughly constant per machine and vLLM version",
+    ),
+    Phase(
+        "tokenizer_init",
+        "loading the tokenizer in the front end",
+        (),
+        "tokenizer file size",
+    ),
+    Phase(
+        "model_loading",
+        "model structure init plus weight loading",
+        ("model_init", "load_weights"),
+        "parameters x bytes per parameter",
+    ),
+    Phase(
+        "torch_compile",
+        "Dynamo transform plus Inductor compile, or loading compiled artifacts from cache",
+        ("dynamo_transform", "inductor_compile", "compiled_graph_load"),
+        "layers / compiled-graph size",
+    ),
+    Phase(
+        "kv_cache_profiling",
+        "memory profiling (the dummy forward pass, compile excluded) plus KV-cache allocation",
+        ("memory_profiling", "kv_cache_allocation"),
+        "parameters (the profiling forward pass)",
+    ),
+    Phase(
+        "cuda_graph_capture",
+        "capturing CUDA graphs for every capture size (GPU only)",
+        (),
+        "parameters x number of capture sizes",
+    ),
+)
+PHASE_NAMES: tuple[str, ...] = tuple(p.name for p in PHASES)
+PHASE_BY_NAME: dict[str, Phase] = {p.name: p for p in PHASES}
+SUBPHASE_NAMES: tuple[str, ...] = tuple(f"{p.name}.{s}" for p in PHASES for s in p.subphases)
+
+State = Literal["measured", "failed", "skipped"]
+# What the boot observed of the compile cache, not what was asked for.
+CompileCacheObserved = Literal["hit", "miss", "load_failure", "disabled", "not_applicable", "unknown"]
+
+# Values of the matrix axes. Named once here so the harness, the benchmarks and the CLI agree.
+LOADERS: tuple[str, ...] = ("safetensors", "runai_streamer", "tensorizer")
+COMPILE_CACHE_MODES: tuple[str, ...] = ("cold", "warm", "off")
+PAGE_CACHE_MODES: tuple[str, ...] = ("warm", "evicted")
+ENTRYPOINTS: tuple[str, ...] = ("offline", "serve")
+
+NOT_APPLICABLE_PREFIX = "not applicable"
+NOT_IN_LOG = "not in log"
+
+
+class BootResult(BaseModel):
+    """One boot of vLLM, cut into phases. Also what the log reader makes of one boot log."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int = SCHEMA_VERSION
+    state: State
+    model: str
+    model_path: str | None = None
+    # "probe" for a boot measured by the harness, "log" for one read from a log file.
+    source: str = "probe"
+    source_path: str | None = None
+    vllm_version: str | None = None
+    platform: str | None = None  # "cpu" or "cuda"; detected, never assumed
+    loader: str | None = None
+    compile_cache: str | None = None
+    page_cache: str | None = None
+    entrypoint: str | None = None
+
+    phases: dict[str, float | None] = Field(default_factory=dict)
+    phase_notes: dict[str, str] = Field(default_factory=dict)
+    subphases: dict[str, float | None] = Field(default_factory=dict)
+    wall_s: float | None = None
+    residual_s: float | None = None
+    ready_s: float | None = None
+    ttft_s: float | None = None
+    response_text: str | None = None
+
+    compile_cache_observed: CompileCacheObserved | None = None
+    # vLLM's own reported durations (key -> seconds), from its log records.
+    log_durations: dict[str, float] = Field(default_factory=dict)
+    # Per-process timeline: {"process", "pid", "event", "t_s"} with t_s relative to boot start.
+    events: list[dict[str, Any]] = Field(default_factory=list)
+    shims: list[str] = Field(default_factory=list)
+    error: str | None = None
+    skip_reason: str | None = None
+    log_tail: str | None = None
+    versions: dict[str, str] = Field(default_factory=dict)
+    # Loader / storage evidence, page-cache residency, bytes read, etc.
+    evidence: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _every_phase_accounted_for(self) -> BootResult:
+        unknown = set(self.phases) - set(PHASE_NAMES)
+        if unknown:
+            raise ValueError(f"unknown phase names {sorted(unknown)}; known: {PHASE_NAMES}")
+        for name in PHASE_NAMES:
+            value = self.phases.get(name)
+            if value is not None and (not math.isfinite(value) or value < 0):
+                raise ValueError(f"phase {name} = {value}: must be a finite, non-negative number")
+            if value is None:
+                self.phases[name] = None
+                self.phase_notes.setdefault(
+                    name, "failed before this phase" if self.state == "failed" else "not measured"
+                )
+        # Keep the phases in boot order in every serialized document.
+        self.phases = {name: self.phases[name] for name in PHASE_NAMES}
+        return self
+
+    def phase_sum_s(self) -> float:
+        return sum(v for v in self.phases.values() if v is not None)
+
+
+# ---------------------------------------------------------------- the result document
+# A result document is pytest-benchmark's JSON: measured cells are its ``benchmarks`` entries
+# (``extra_info`` holds the BootResult fields of the median round and ``extra_info.rounds``
+# every round). Cells pytest-benchmark leaves out (errors, skips) are kept under
+# ``coldstart.unrecorded`` so that a failure is never lost. The log reader writes the same shape.
+
+DOCUMENT_KEY = "coldstart"
+
+
+class SchemaError(ValueError):
+    """A file that is not a result document of this suite."""
+
+
+def cell_id(params: dict[str, Any]) -> str:
+    """The stable test id of a cell: ``model=X-loader=Y-...`` in the axis order given."""
+    return "-".join(f"{k}={v}" for k, v in params.items())
+
+
+def benchmark_entry(result: BootResult, *, name: str, params: dict[str, Any],
+                    rounds: list[BootResult] | None = None) -> dict[str, Any]:
+    extra = result.model_dump(mode="json")
+    extra["rounds"] = [r.model_dump(mode="json") for r in (rounds or [result])]
+    return {"name": name, "fullname": name, "params": params, "param": cell_id(params),
+            "group": None, "stats": None, "extra_info": extra}
+
+
+def new_document(entries: list[dict[str, Any]] | None = None,
+                 unrecorded: list[BootResult] | None = None,
+                 machine_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "machine_info": machine_info or {},
+        "commit_info": {},
+        "benchmarks": entries or [],
+        DOCUMENT_KEY: {
+            "schema_version": SCHEMA_VERSION,
+            "unrecorded": [r.model_dump(mode="json") for r in (unrecorded or [])],
+        },
+    }
+
+
+def write_document(doc: dict[str, Any], path: str | Path) -> None:
+    Path(path).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+
+
+def _result_from(data: dict[str, Any], where: str) -> BootResult:
+    fields = {k: v for k, v in data.items() if k in BootResult.model_fields}
+    try:
+        return BootResult.model_validate(fields)
+    except Exception as exc:  # pydantic's message names the field; keep it on one line
+        raise SchemaError(f"{where}: not a BootResult: {str(exc).splitlines()[0]}") from exc
+
+
+def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResult]:
+    """Read every boot in a result document, a BootResult JSON, or a list of them.
+
+    Parameters
+    ----------
+    path : file written by ``pytest benchmarks/ --benchmark-json``, ``python -m harness``
+        or ``python -m analysis.ingest``.
+    all_rounds : return every round of a cell instead of its median round.
+
+    Raises
+    ------
+    SchemaError
+        The file is missing, is not JSON, or does not hold this suite's schema.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise SchemaError(f"{p}: no such file")
+    try:
+        data = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SchemaError(f"{p}: not JSON ({exc})") from exc
+    if isinstance(data, list):
+        return [_result_from(d, f"{p}[{i}]") for i, d in enumerate(data)]
+    if not isinstance(data, dict):
+        raise SchemaError(f"{p}: not a result document")
+    if "benchmarks" not in data:
+        if "state" in data and "phases" in data:
+            return [_result_from(data, str(p))]
+        raise SchemaError(f"{p}: no 'benchmarks' list and not a BootResult: not a vllm-coldstart result")
+    out: list[BootResult] = []
+    for i, bench in enumerate(data["benchmarks"]):
+        extra = bench.get("extra_info") or {}
+        if "phases" not in extra:
+            raise SchemaError(f"{p}: benchmark {bench.get('name', i)!r} has no extra_info.phases: "
+                              "not written by vllm-coldstart")
+        rounds = extra.get("rounds") if all_rounds else None
+        if rounds:
+            out.extend(_result_from(r, f"{p}:{bench.get('name', i)} round {j}")
+                       for j, r in enumerate(rounds))
+        else:
+            out.append(_result_from(extra, f"{p}:{bench.get('name', i)}"))
+    meta = data.get(DOCUMENT_KEY) or {}
+    version = meta.get("schema_version", SCHEMA_VERSION)
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"{p}: schema version {version} is newer than this reader ({SCHEMA_VERSION})")
+    out.extend(_result_from(d, f"{p}:unrecorded[{i}]") for i, d in enumerate(meta.get("unrecorded", [])))
+    return out
