@@ -1,0 +1,506 @@
+"""Read a vLLM start-up log into the phase schema: the suite's second source after the probes.
+
+A log line is a fallback, not the source of truth (STYLE.md, lesson 11): it holds what vLLM
+chose to print, at the level it was run with, with the timestamps it was given (whole seconds
+by default). This module reads what is there and nothing more: a phase the log cannot support
+is ``None`` with the note ``schema.NOT_IN_LOG``, never an estimate.
+
+Two steps, both public:
+
+``scan_lines``
+    matches every line against ``harness.registry.LOG_PATTERNS`` (the one place that knows
+    how each vLLM release words its lines) and returns a ``LogScan``: durations vLLM reported,
+    timestamps of instants, facts, the lines that looked like start-up timing but matched no
+    pattern, and whether the log stops before start-up finished.
+``read_log``
+    turns a log into a ``schema.BootResult`` (``source="log"``).
+
+How a phase is composed from log lines (vLLM 0.10.1.1 .. 0.32, GPU and CPU):
+
+================== =========================================================================
+phase              from the log
+================== =========================================================================
+framework_bootstrap first log line -> "Starting to load model", less tokenizer_init where the
+                   log has it (the tokenizer loads inside that window). Interpreter start
+                   before vLLM's first log line is not visible.
+tokenizer_init     "NEW: Init Tokenizer took" (the study's patched vLLM only)
+model_loading      "Model loading took ... and X seconds" (GPU runner); subphases
+                   "Initializing model took" and "Loading weights took". The CPU runner
+                   prints no total, so there model_loading is not in the log.
+torch_compile      0.10/0.11: "torch.compile takes X s in total" (Dynamo + Inductor, cache
+                   loading excluded) + "Directly load the compiled graph(s) ... took";
+                   0.12+: the sum of "torch.compile took X s in total" (each compile or cache
+                   load, loading included). On CPU (no such lines) the warm-up window
+                   "Warming up model for the compilation" .. "Warming up done." less the
+                   "Initial profiling/warmup run took" it contains, from timestamps.
+kv_cache_profiling "init engine (profile, create kv cache, warmup model) took" less
+                   torch_compile and cuda_graph_capture (both happen inside it).
+                   Subphase memory_profiling: "Memory profiling takes" (DEBUG) less
+                   torch_compile; kv_cache_allocation: the rest (allocation and the
+                   warm-up outside graph capture).
+cuda_graph_capture "Graph capturing finished in X secs"; not applicable on CPU or eager.
+================== =========================================================================
+
+The reference study composes some of its columns differently; ``harness.study`` holds that
+mapping and reproduces the study's published numbers from the same scan.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness import registry, schema
+
+__all__ = ["LogScan", "scan_lines", "read_log", "model_from_filename"]
+
+# vLLM colours its process prefix and levels when writing to a terminal.
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# "<prefix>LEVEL MM-DD HH:MM:SS[.mmm] [file.py:123] message"; the prefix holds
+# VLLM_LOGGING_PREFIX and "(EngineCore_DP0 pid=42)"-style process tags.
+_HEADER = re.compile(
+    r"^(?P<prefix>.*?)\b(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
+    r"(?P<ts>(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\s+"
+    r"\[(?P<where>[^\]]*)\]\s?(?P<msg>.*)$"
+)
+_PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)\)")
+# A line that reads like start-up timing; if no pattern takes it, the scan reports it.
+_LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNORECASE)
+_STUDY_FILENAME = re.compile(r"^output_model_(?P<name>[^_]+)")
+# Timestamps carry no year; a leap year keeps "02-29" parseable.
+_NO_YEAR = 2000
+_HALF_YEAR_S = 183 * 86400
+
+# The instant each phase's evidence ends at, in boot order: a failed boot completed the
+# phases before the last one it reached.
+_END_EVIDENCE: dict[str, tuple[str, ...]] = {
+    "framework_bootstrap": ("model_loading_start",),
+    "tokenizer_init": ("tokenizer_init_s",),
+    "model_loading": ("model_loading_s", "load_weights_s"),
+    "torch_compile": ("torch_compile_total_s", "compile_time_s", "compiled_graph_load_s",
+                      "inductor_compile_s", "aot_loaded", "aot_saved"),
+    "kv_cache_profiling": ("memory_profiling_s", "kv_cache_sized"),
+    "cuda_graph_capture": ("graph_capture_s",),
+}
+
+
+@dataclass
+class LogScan:
+    """What one start-up log says, before it is cut into phases.
+
+    Attributes
+    ----------
+    durations : vLLM's own reported durations in seconds, by ``LogPattern.key``
+        (``load_weights_s``, ``inductor_compile_s``, ...). Where a line repeats (one per compile
+        range, per model) this is the total its pattern asks for: the sum, or the last value of
+        a running total. Every value is kept in ``occurrences``.
+    occurrences : every value of every duration line, in log order.
+    marks : seconds since the log's first timestamped line at which each instant-line (and each
+        duration line) was logged, every occurrence in log order.
+    events : the same instants with their process, ``{"process", "pid", "event", "t_s"}``.
+    facts : ``vllm_version``, ``platform`` (cpu / cuda), ``model_path``, ``weights_gib``,
+        ``cuda_graph_sizes``, ``compile_cache`` (hit / miss / load_failure / disabled /
+        not_applicable / unknown), ``timestamp_resolution_s``, ``log_span_s``, ``error``, ...
+    unread : lines that read like start-up timing (took / takes / seconds ...) but matched no
+        pattern, so a reworded line shows up instead of silently vanishing.
+    truncated : the log stops before start-up finished (no "init engine ... took" line and no
+        ready line): the boot died or the log was cut.
+    """
+
+    durations: dict[str, float] = field(default_factory=dict)
+    occurrences: dict[str, list[float]] = field(default_factory=dict)
+    marks: dict[str, list[float]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    unread: list[str] = field(default_factory=list)
+    truncated: bool = False
+    lines_read: int = 0
+
+    def first(self, mark: str) -> float | None:
+        times = self.marks.get(mark)
+        return times[0] if times else None
+
+    def last(self, mark: str) -> float | None:
+        times = self.marks.get(mark)
+        return times[-1] if times else None
+
+
+@dataclass
+class _Line:
+    text: str  # what the patterns are searched in
+    raw: str
+    t: datetime | None
+    level: str | None
+    process: str | None
+    pid: int | None
+
+
+def _parse_timestamp(text: str) -> datetime | None:
+    text = text.replace(",", ".").replace("T", " ")
+    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
+        try:
+            stamp = text if text[4] == "-" else f"{_NO_YEAR}-{text}"
+            return datetime.strptime(stamp, fmt)
+        except (ValueError, IndexError):
+            continue
+    return None
+
+
+def _split(raw: str) -> _Line:
+    clean = _ANSI.sub("", raw).rstrip("\r\n")
+    header = _HEADER.match(clean)
+    if header is None:
+        return _Line(clean.strip(), clean, None, None, None, None)
+    proc = _PROCESS.search(header["prefix"])
+    return _Line(
+        header["msg"].strip(), clean, _parse_timestamp(header["ts"]), header["level"],
+        proc["name"] if proc else None, int(proc["pid"]) if proc else None,
+    )
+
+
+def _detect_version(lines: list[_Line]) -> str | None:
+    for pattern in registry.LOG_PATTERNS:
+        if pattern.key != "vllm_version":
+            continue
+        for line in lines:
+            found = pattern.compiled.search(line.text)
+            if found:
+                return found["value"]
+    return None
+
+
+def _fact_value(key: str, found: re.Match[str]) -> Any:
+    value = found.groupdict().get("value")
+    if value is None:
+        return True
+    if key == "cuda_graph_sizes":
+        return sorted(int(v) for v in re.findall(r"\d+", value))
+    if key == "weights_gib":
+        return float(value)
+    if key == "kv_cache_tokens":
+        return int(value.replace(",", ""))
+    if key == "enforce_eager":
+        return value == "True"
+    return value.strip()
+
+
+def _compile_disabled(facts: dict[str, Any]) -> bool:
+    return facts.get("compilation_level") == "0" or facts.get("compilation_mode") in ("NONE", "0")
+
+
+def _compile_cache(facts: dict[str, Any]) -> str:
+    # The most specific observation wins: a disabled cache compiles (a miss) by design, and a
+    # load failure is followed by a compile.
+    if _compile_disabled(facts):
+        return "not_applicable"
+    for observed in ("disabled", "load_failure", "miss", "hit"):
+        if f"compile_cache_{observed}" in facts:
+            return observed
+    return "unknown"
+
+
+def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
+    """Match every line of a start-up log against the registry's log patterns.
+
+    Parameters
+    ----------
+    lines : the log, one line per item (a file object works); ANSI colours, process prefixes
+        and the optional ``[tag] `` of compile lines are handled.
+    version : the vLLM version that wrote the log. ``None`` reads it from the log's
+        "Initializing a V1 LLM engine (vX)" line; where the log has none, every pattern of
+        every version is tried.
+
+    Returns
+    -------
+    LogScan
+        Never raises on malformed input: lines it cannot place are skipped, and the ones that
+        looked like timing are listed in ``unread``.
+    """
+    parsed = [_split(str(raw)) for raw in lines]
+    if version is None:
+        version = _detect_version(parsed)
+    patterns = registry.log_patterns_for(version)
+    scan = LogScan(lines_read=len(parsed))
+    if version is not None:
+        scan.facts["vllm_version"] = version
+
+    stamps = [line.t for line in parsed if line.t is not None]
+    origin = stamps[0] if stamps else None
+    year_offset = 0.0
+    previous: float | None = None
+    errors: list[str] = []
+
+    for line in parsed:
+        t_s: float | None = None
+        if line.t is not None and origin is not None:
+            t_s = (line.t - origin).total_seconds() + year_offset
+            # A log running over New Year restarts the month-day clock.
+            if previous is not None and t_s < previous - _HALF_YEAR_S:
+                year_offset += (datetime(_NO_YEAR + 1, 1, 1) - datetime(_NO_YEAR, 1, 1)).total_seconds()
+                t_s += year_offset
+            previous = t_s
+        if line.level in ("ERROR", "CRITICAL"):
+            errors.append(line.text)
+        matched = False
+        for pattern in patterns:
+            found = pattern.compiled.search(line.text)
+            if found is None:
+                continue
+            matched = True
+            if pattern.kind == "duration":
+                try:
+                    seconds = float(found["s"])
+                except (IndexError, ValueError):
+                    continue
+                if not math.isfinite(seconds):
+                    continue
+                scan.occurrences.setdefault(pattern.key, []).append(seconds)
+                values = scan.occurrences[pattern.key]
+                scan.durations[pattern.key] = values[-1] if pattern.repeats == "last" else sum(values)
+                if t_s is not None:
+                    scan.marks.setdefault(pattern.key, []).append(t_s)
+            elif pattern.kind == "mark":
+                if t_s is not None:
+                    scan.marks.setdefault(pattern.key, []).append(t_s)
+                    scan.events.append({"process": line.process or "main", "pid": line.pid,
+                                        "event": pattern.key, "t_s": t_s})
+                if pattern.key == "engine_failed":
+                    errors.append(line.text)
+            else:
+                # Earlier lines win: the version and model are stated first by the front end.
+                scan.facts.setdefault(pattern.key, _fact_value(pattern.key, found))
+        if not matched and _LOOKS_TIMED.search(line.text):
+            scan.unread.append(line.raw)
+
+    if stamps:
+        scan.facts["timestamp_resolution_s"] = (
+            0.001 if any(s.microsecond for s in stamps) else 1.0)
+        scan.facts["log_span_s"] = round(previous or 0.0, 6)
+    scan.facts["compile_cache"] = _compile_cache(scan.facts)
+    if errors:
+        scan.facts["error"] = errors[0]
+    finished = "init_engine_s" in scan.durations or any(
+        k in scan.marks for k in ("engine_ready", "api_server_ready"))
+    scan.truncated = not finished
+    return scan
+
+
+# ------------------------------------------------------------------------------ phases
+def _marked_before(scan: LogScan, key: str, end: float) -> bool:
+    times = scan.marks.get(key)
+    return bool(times) and times[0] <= end
+
+
+def _framework_bootstrap(scan: LogScan, notes: dict[str, str]) -> float | None:
+    end = scan.first("model_loading_start")
+    if end is None:
+        return None
+    resolution = scan.facts.get("timestamp_resolution_s", 1.0)
+    tokenizer = scan.durations.get("tokenizer_init_s")
+    if tokenizer is not None and _marked_before(scan, "tokenizer_init_s", end):
+        notes["framework_bootstrap"] = (
+            f"log timestamps (resolution {resolution:g} s): first log line -> 'Starting to load "
+            "model', less tokenizer_init; the interpreter start before vLLM's first line is "
+            "not in the log")
+        return max(0.0, end - tokenizer)
+    notes["framework_bootstrap"] = (
+        f"log timestamps (resolution {resolution:g} s): first log line -> 'Starting to load "
+        "model'; includes the tokenizer load (not timed in this log); the interpreter start "
+        "before vLLM's first line is not in the log")
+    return end
+
+
+def _torch_compile(scan: LogScan, notes: dict[str, str]) -> float | None:
+    d = scan.durations
+    if "torch_compile_total_s" in d:
+        notes["torch_compile"] = "sum of vLLM's 'torch.compile took X s in total' lines"
+        return d["torch_compile_total_s"]
+    if "compile_time_s" in d:
+        # Up to 0.11 this total is Dynamo + Inductor and leaves the cache load out; somewhere
+        # after, the same words time the whole compile, load included. The larger of the total
+        # and its parts is right under either meaning.
+        parts = sum(d.get(k, 0.0) for k in
+                    ("dynamo_transform_s", "inductor_compile_s", "compiled_graph_load_s"))
+        notes["torch_compile"] = ("the larger of vLLM's 'torch.compile takes X s in total' and "
+                                  "Dynamo + Inductor + 'Directly load the compiled graph(s)'")
+        return max(d["compile_time_s"], parts)
+    start, done = scan.first("warmup_start"), scan.first("warmup_done")
+    if start is not None and done is not None and "profiling_run_s" in d:
+        resolution = scan.facts.get("timestamp_resolution_s", 1.0)
+        notes["torch_compile"] = (
+            f"log timestamps (resolution {resolution:g} s): 'Warming up model for the "
+            "compilation' -> 'Warming up done.', less vLLM's 'Initial profiling/warmup run took'")
+        return max(0.0, done - start - d["profiling_run_s"])
+    return None
+
+
+def _compose(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | None],
+                                     dict[str, str], dict[str, str]]:
+    """Cut a scan into phases and subphases: (phases, subphases, phase_notes, how)."""
+    d, facts = scan.durations, scan.facts
+    phases: dict[str, float | None] = {}
+    subphases: dict[str, float | None] = {}
+    notes: dict[str, str] = {}
+    how: dict[str, str] = {}
+    platform = str(facts.get("platform", "")).lower() or None
+
+    phases["framework_bootstrap"] = _framework_bootstrap(scan, how)
+    phases["tokenizer_init"] = d.get("tokenizer_init_s")
+
+    phases["model_loading"] = d.get("model_loading_s")
+    subphases["model_loading.model_init"] = d.get("model_init_s")
+    subphases["model_loading.load_weights"] = d.get("load_weights_s")
+
+    compile_s: float | None
+    if _compile_disabled(facts):
+        notes["torch_compile"] = f"{schema.NOT_APPLICABLE_PREFIX}: compilation disabled (mode NONE)"
+        compile_s = None
+        compile_part = 0.0
+    else:
+        compile_s = _torch_compile(scan, how)
+        compile_part = compile_s
+    phases["torch_compile"] = compile_s
+    if compile_s is not None:
+        cache = facts.get("compile_cache")
+        subphases["torch_compile.dynamo_transform"] = d.get("dynamo_transform_s")
+        # A cache hit compiles nothing and a miss loads nothing: the log says so by the
+        # absence of the other line, next to the line that is there.
+        subphases["torch_compile.inductor_compile"] = d.get(
+            "inductor_compile_s", 0.0 if cache == "hit" and "compiled_graph_load_s" in d else None)
+        subphases["torch_compile.compiled_graph_load"] = d.get(
+            "compiled_graph_load_s", 0.0 if cache == "miss" and "inductor_compile_s" in d else None)
+
+    capture_s: float | None
+    capture_part: float | None
+    if platform is not None and platform != "cuda" and platform != "rocm":
+        notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: no CUDA graphs on {platform}"
+        capture_s, capture_part = None, 0.0
+    elif facts.get("enforce_eager") is True:
+        notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: enforce_eager"
+        capture_s, capture_part = None, 0.0
+    else:
+        capture_s = d.get("graph_capture_s")
+        capture_part = capture_s
+    phases["cuda_graph_capture"] = capture_s
+
+    init = d.get("init_engine_s")
+    kv: float | None = None
+    if init is not None and compile_part is not None and capture_part is not None:
+        # torch.compile runs inside the profiling forward and graph capture inside the
+        # warm-up: both are inside vLLM's "init engine" window, counted once in their phase.
+        kv = max(0.0, init - compile_part - capture_part)
+        how["kv_cache_profiling"] = ("vLLM's 'init engine (profile, create kv cache, warmup "
+                                     "model) took' less torch_compile and cuda_graph_capture")
+        if "memory_profiling_s" in d:
+            profiling = max(0.0, d["memory_profiling_s"] - compile_part)
+            subphases["kv_cache_profiling.memory_profiling"] = profiling
+            subphases["kv_cache_profiling.kv_cache_allocation"] = max(0.0, kv - profiling)
+            how["kv_cache_profiling.kv_cache_allocation"] = (
+                "the rest of kv_cache_profiling after memory profiling: KV-cache allocation "
+                "and the warm-up outside graph capture")
+    elif init is not None:
+        how["kv_cache_profiling"] = ("'init engine ... took' is in the log, but the compile or "
+                                     "capture time inside it is not: not separable")
+    phases["kv_cache_profiling"] = kv
+
+    for name in schema.PHASE_NAMES:
+        if phases.get(name) is None:
+            notes.setdefault(name, schema.NOT_IN_LOG)
+    return phases, subphases, notes, how
+
+
+def _reached(scan: LogScan) -> int:
+    """Index in boot order of the last phase the log shows evidence of (-1: none)."""
+    reached = -1
+    for i, name in enumerate(schema.PHASE_NAMES):
+        if any(k in scan.durations or k in scan.marks for k in _END_EVIDENCE[name]):
+            reached = i
+    return reached
+
+
+def model_from_filename(path: str | Path) -> str | None:
+    """The model of a reference-study log file, ``output_model_<name>[_<params>].txt``."""
+    found = _STUDY_FILENAME.match(Path(path).name)
+    return found["name"].removesuffix(".txt") if found else None
+
+
+def _model_name(model_path: str | None) -> str | None:
+    if not model_path:
+        return None
+    # A local folder is named by its last component; a hub id ("org/name") stays whole.
+    if model_path.startswith(("/", ".", "~")):
+        return Path(model_path.rstrip("/")).name or None
+    return model_path
+
+
+def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.BootResult:
+    """Read one vLLM start-up log into a ``BootResult`` with ``source="log"``.
+
+    Parameters
+    ----------
+    path_or_text : a ``Path``, a ``str`` without a newline (a file name), or the log itself
+        (a ``str`` with at least one newline).
+    model : the model name to record; by default the log's model (the last component of a
+        local path, or the hub id), else the study's file name ``output_model_<name>...txt``.
+
+    Returns
+    -------
+    BootResult
+        ``state="measured"``, or ``"failed"`` where the log stops before start-up finished
+        (``error`` says why, ``log_tail`` holds the last lines, the phases it completed are
+        kept). A phase the log cannot support is ``None`` with ``phase_notes[name] ==
+        schema.NOT_IN_LOG``; on CPU ``cuda_graph_capture`` is "not applicable: ...".
+
+    Raises
+    ------
+    OSError
+        The file is missing or unreadable.
+    """
+    source_path: str | None = None
+    if isinstance(path_or_text, Path) or "\n" not in path_or_text:
+        source_path = str(path_or_text)
+        text = Path(path_or_text).read_text(encoding="utf-8", errors="replace")
+    else:
+        text = path_or_text
+    lines = text.splitlines()
+    scan = scan_lines(lines)
+    facts = scan.facts
+    phases, subphases, notes, how = _compose(scan)
+
+    state: schema.State = "failed" if scan.truncated else "measured"
+    error = log_tail = None
+    if scan.truncated:
+        error = facts.get("error") or "log ends before start-up finished (no 'init engine ... took' line)"
+        log_tail = "\n".join(lines[-20:])
+        reached = _reached(scan)
+        for i, name in enumerate(schema.PHASE_NAMES):
+            if phases.get(name) is None and i > reached:
+                notes[name] = "failed before this phase"
+
+    model_path = facts.get("model_path")
+    name = model or _model_name(model_path) or (
+        model_from_filename(source_path) if source_path else None) or (
+        Path(source_path).stem if source_path else "unknown")
+    version = facts.get("vllm_version")
+    platform = str(facts["platform"]).lower() if "platform" in facts else None
+    evidence = {
+        "facts": facts,
+        "composition": how,
+        "marks": scan.marks,
+        # Every value of the duration lines that repeat (log_durations holds their totals).
+        "occurrences": {k: v for k, v in scan.occurrences.items() if len(v) > 1},
+        "unread": scan.unread,
+        "truncated": scan.truncated,
+    }
+    return schema.BootResult(
+        state=state, model=name, model_path=model_path, source="log", source_path=source_path,
+        vllm_version=version, platform=platform, phases=phases, phase_notes=notes,
+        subphases=subphases, compile_cache_observed=facts.get("compile_cache"),
+        log_durations=dict(scan.durations), events=scan.events, error=error, log_tail=log_tail,
+        versions={"vllm": version} if version else {}, evidence=evidence,
+    )
