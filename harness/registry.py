@@ -43,10 +43,14 @@ def in_range(version: str | None, rng: VersionRange) -> bool:
 # ------------------------------------------------------------------------------ probes
 @dataclass(frozen=True)
 class WrapTarget:
-    """A function whose entry and exit the probe records as ``<event>.start`` / ``.end``.
+    """A function whose entry and exit the probe records as one interval named ``event``.
 
-    ``event`` is a phase, ``phase.subphase`` or another named mark (``ready``, ...).
-    ``attr`` is ``Class.method`` or a module-level function name inside ``module``.
+    ``event`` is a phase, ``phase.subphase`` or another named mark (``mark.llm_init``, ...).
+    ``attr`` is ``Class.method`` or a module-level function inside ``module``; the probe wraps
+    it in the defining module right after that module executes, so every later
+    ``from module import name`` binds the wrapped function. ``kind="context"`` is a function
+    returning a context manager: the interval is its ``__enter__`` .. ``__exit__``.
+    ``evidence`` marks targets whose firing proves something (which loader ran, a cache hit).
     """
 
     module: str
@@ -54,10 +58,82 @@ class WrapTarget:
     event: str
     versions: VersionRange = ANY_VERSION
     platforms: tuple[str, ...] = ("cpu", "cuda")
+    kind: Literal["call", "context"] = "call"
     why: str = ""
 
+    def to_probe(self) -> dict[str, str]:
+        return {"module": self.module, "attr": self.attr, "event": self.event, "kind": self.kind}
 
-WRAP_TARGETS: tuple[WrapTarget, ...] = ()  # filled in below the log section
+
+_V032: VersionRange = ("0.12", None)  # the V1-engine layout with spawned workers and AOT compile
+_MR = "vllm.model_executor.model_loader"
+
+WRAP_TARGETS: tuple[WrapTarget, ...] = (
+    # -- framework bootstrap marks (front end, EngineCore, Worker)
+    WrapTarget("vllm.entrypoints.llm", "LLM.__init__", "mark.llm_init", _V032,
+               why="offline front end: everything from here to its return is the boot"),
+    WrapTarget("vllm.engine.arg_utils", "EngineArgs.create_engine_config",
+               "framework_bootstrap.engine_config", _V032,
+               why="platform detection and config checks"),
+    WrapTarget("vllm.v1.engine.core_client", "EngineCoreClient.make_client",
+               "mark.engine_client", _V032, why="spawns EngineCore and waits for its handshake"),
+    WrapTarget("vllm.v1.engine.core", "EngineCore.__init__", "mark.engine_core_init", _V032),
+    WrapTarget("vllm.v1.executor.multiproc_executor", "MultiprocExecutor._init_executor",
+               "mark.executor_init", _V032, why="spawns the Worker processes"),
+    WrapTarget("vllm.v1.worker.worker_base", "WorkerWrapperBase.init_worker",
+               "mark.worker_init", _V032),
+    WrapTarget("vllm.v1.worker.cpu_worker", "CPUWorker.init_device",
+               "framework_bootstrap.device_init", _V032, platforms=("cpu",)),
+    WrapTarget("vllm.v1.worker.gpu_worker", "Worker.init_device",
+               "framework_bootstrap.device_init", _V032, platforms=("cuda",)),
+    # -- tokenizer: the lru_cache in the registry holds the original get_tokenizer, so wrap
+    #    both the cached entry point and the plain one (nested calls are merged).
+    WrapTarget("vllm.tokenizers.registry", "cached_get_tokenizer", "tokenizer_init", _V032),
+    WrapTarget("vllm.tokenizers.registry", "get_tokenizer", "tokenizer_init", _V032),
+    WrapTarget("vllm.renderers.registry", "renderer_from_config", "mark.renderer", _V032),
+    # -- model loading
+    WrapTarget("vllm.v1.worker.cpu_model_runner", "CPUModelRunner.load_model", "model_loading",
+               _V032, platforms=("cpu",)),
+    WrapTarget("vllm.v1.worker.gpu_model_runner", "GPUModelRunner.load_model", "model_loading",
+               _V032, platforms=("cuda",)),
+    WrapTarget(f"{_MR}.base_loader", "BaseModelLoader.create_model", "model_loading.model_init",
+               _V032, why="what vLLM's 'Initializing model took' line times"),
+    WrapTarget(f"{_MR}.tensorizer", "init_tensorizer_model", "model_loading.model_init", _V032,
+               why="the tensorizer loader builds the module itself"),
+    WrapTarget(f"{_MR}.default_loader", "DefaultModelLoader.load_weights",
+               "model_loading.load_weights", _V032),
+    WrapTarget(f"{_MR}.runai_streamer_loader", "RunaiModelStreamerLoader.load_weights",
+               "model_loading.load_weights", _V032),
+    WrapTarget(f"{_MR}.tensorizer_loader", "TensorizerLoader.load_weights",
+               "model_loading.load_weights", _V032),
+    # -- torch.compile: vLLM times every compile and every AOT-cache load attempt inside
+    #    monitor_torch_compile; Inductor's entry point splits off the Inductor part.
+    WrapTarget("vllm.compilation.monitor", "monitor_torch_compile", "torch_compile", _V032,
+               kind="context"),
+    WrapTarget("vllm.compilation.decorators", "_try_load_aot_compiled_fn",
+               "torch_compile.compiled_graph_load", _V032,
+               why="returns None on a miss or a load failure: the probe records that"),
+    WrapTarget("vllm.compilation.backends", "CompilerManager.load",
+               "torch_compile.compiled_graph_load", _V032, platforms=("cuda",),
+               why="mode 3 piecewise graphs loaded from the cache"),
+    WrapTarget("torch._inductor.compile_fx", "compile_fx", "torch_compile.inductor_compile",
+               why="stock Inductor entry point (AOTAutograd + Inductor); Dynamo calls it"),
+    # -- KV-cache profiling: the EngineCore window; compile and capture inside it are
+    #    subtracted by phase priority, never counted twice.
+    WrapTarget("vllm.v1.engine.core", "EngineCore._initialize_kv_caches", "kv_cache_profiling",
+               _V032),
+    WrapTarget("vllm.v1.worker.cpu_worker", "CPUWorker.determine_available_memory",
+               "kv_cache_profiling.memory_profiling", _V032, platforms=("cpu",)),
+    WrapTarget("vllm.v1.worker.gpu_worker", "Worker.determine_available_memory",
+               "kv_cache_profiling.memory_profiling", _V032, platforms=("cuda",)),
+    WrapTarget("vllm.v1.worker.gpu_worker", "Worker.initialize_from_config",
+               "kv_cache_profiling.kv_cache_allocation", _V032),
+    # -- CUDA graphs
+    WrapTarget("vllm.v1.worker.gpu_model_runner", "GPUModelRunner.capture_model",
+               "cuda_graph_capture", _V032, platforms=("cuda",)),
+    # -- serve entrypoint
+    WrapTarget("vllm.v1.engine.async_llm", "AsyncLLM.__init__", "mark.llm_init", _V032),
+)
 
 
 # ------------------------------------------------------------------------- log patterns
@@ -208,8 +284,14 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
 )
 
 
-def wrap_targets_for(version: str | None, platform: str) -> list[WrapTarget]:
-    return [t for t in WRAP_TARGETS if in_range(version, t.versions) and platform in t.platforms]
+def wrap_targets_for(version: str | None, platform: str | None = None) -> list[WrapTarget]:
+    """The targets for a vLLM version; all platforms' when ``platform`` is None.
+
+    The harness wraps every platform's targets: it does not know the platform before vLLM
+    detects it, and a wrapper on a function that is never called costs nothing.
+    """
+    return [t for t in WRAP_TARGETS if in_range(version, t.versions)
+            and (platform is None or platform in t.platforms)]
 
 
 def log_patterns_for(version: str | None) -> list[LogPattern]:

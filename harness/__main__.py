@@ -1,0 +1,131 @@
+"""python -m harness: boot vLLM once, print the phases as they happen, write the BootResult.
+
+    python -m harness --model smollm2-135m --loader safetensors --compile-cache cold \\
+        --page-cache warm [--out result.json]
+
+``--model`` is a fixture name (``python -m fixtures list``) or a model folder.
+Exit codes: 0 measured, 1 the boot failed (the result is still written), 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.boot import BootError, BootSpec, run_boot
+from harness.schema import (
+    COMPILE_CACHE_MODES,
+    ENTRYPOINTS,
+    LOADERS,
+    PAGE_CACHE_MODES,
+    PHASES,
+    BootResult,
+)
+
+
+def _engine_arg(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"engine argument {text!r} is not KEY=VALUE")
+    key, raw = text.split("=", 1)
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        value = raw
+    return key.strip().replace("-", "_"), value
+
+
+def resolve_model(name_or_path: str) -> tuple[str, Path]:
+    """A fixture name (built on first use) or an existing model folder."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path.name, path
+    try:
+        from fixtures.catalog import CATALOG, ensure_model
+    except ImportError as exc:
+        raise BootError(f"model {name_or_path!r} is not a folder and the fixture catalog "
+                        f"cannot be imported ({exc})") from exc
+    if name_or_path not in CATALOG:
+        raise BootError(f"model {name_or_path!r} is neither a model folder nor a fixture "
+                        f"name; fixtures: {', '.join(sorted(CATALOG))}")
+    return name_or_path, ensure_model(name_or_path)
+
+
+def render_table(result: BootResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{result.model}  loader={result.loader}  compile_cache="
+                        f"{result.compile_cache}  page_cache={result.page_cache}  "
+                        f"[{result.state}]")
+    table.add_column("phase")
+    table.add_column("seconds", justify="right")
+    table.add_column("share", justify="right")
+    table.add_column("note")
+    wall = result.wall_s or 0.0
+    for phase in PHASES:
+        value = result.phases.get(phase.name)
+        table.add_row(phase.name, "-" if value is None else f"{value:.3f}",
+                      "" if value is None or not wall else f"{value / wall:.1%}",
+                      result.phase_notes.get(phase.name, ""))
+        for sub in phase.subphases:
+            sv = result.subphases.get(f"{phase.name}.{sub}")
+            if sv is not None:
+                table.add_row(f"  .{sub}", f"{sv:.3f}", "", "")
+    table.add_row("residual", f"{result.residual_s or 0:.3f}",
+                  f"{(result.residual_s or 0) / wall:.1%}" if wall else "", "between phases")
+    table.add_row("[b]wall (ready)[/b]", f"[b]{wall:.3f}[/b]", "", "")
+    if result.ttft_s is not None:
+        table.add_row("time to first token", f"{result.ttft_s:.3f}", "", "after ready")
+    Console(stderr=True).print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m harness", description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True, help="fixture name or model folder")
+    ap.add_argument("--loader", default="safetensors", choices=LOADERS)
+    ap.add_argument("--compile-cache", default="cold", choices=COMPILE_CACHE_MODES)
+    ap.add_argument("--page-cache", default="warm", choices=PAGE_CACHE_MODES)
+    ap.add_argument("--entrypoint", default="offline", choices=ENTRYPOINTS)
+    ap.add_argument("--engine-arg", action="append", type=_engine_arg, default=[],
+                    metavar="KEY=VALUE", help="extra vLLM engine argument (repeatable)")
+    ap.add_argument("--tensorizer-uri", type=Path, help="serialized model for --loader tensorizer")
+    ap.add_argument("--timeout", type=float, default=900.0, help="hard limit for the boot (s)")
+    ap.add_argument("--expect", help="substring the answer must contain (e.g. Paris)")
+    ap.add_argument("--work-dir", type=Path, help="where the boot's log and events go")
+    ap.add_argument("--out", type=Path, default=Path("boot_result.json"))
+    args = ap.parse_args(argv)
+
+    def progress(msg: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
+
+    try:
+        name, path = resolve_model(args.model)
+        tensorizer_uri = args.tensorizer_uri
+        if args.loader == "tensorizer" and tensorizer_uri is None:
+            from fixtures.tensorized import ensure_tensorized
+
+            tensorizer_uri = ensure_tensorized(path, progress=progress)
+        spec = BootSpec(model=name, model_path=path, loader=args.loader,
+                        compile_cache=args.compile_cache, page_cache=args.page_cache,
+                        entrypoint=args.entrypoint, engine_kwargs=dict(args.engine_arg),
+                        timeout_s=args.timeout, expect_in_answer=args.expect,
+                        tensorizer_uri=tensorizer_uri, work_dir=args.work_dir)
+        result = run_boot(spec, progress=progress)
+    except BootError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    render_table(result)
+    args.out.write_text(result.model_dump_json(indent=2) + "\n")
+    progress(f"wrote {args.out}")
+    if result.state != "measured":
+        print(f"error: boot {result.state}: {result.error or result.skip_reason}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

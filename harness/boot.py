@@ -1,0 +1,439 @@
+"""One real vLLM boot, isolated in its own process group: BootSpec -> BootResult.
+
+The parent (this module) prepares the untimed state (compile cache, page cache), starts the
+child as a new session, enforces a hard timeout, kills the whole group when the boot is over
+or has failed, and checks that nothing of it survived. It times nothing itself except the
+launch instant, the origin of the boot's clock: every other instant is written by the
+probes inside the boot's own processes on the same monotonic clock.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness import pagecache
+from harness.registry import wrap_targets_for
+from harness.schema import (
+    COMPILE_CACHE_MODES,
+    ENTRYPOINTS,
+    LOADERS,
+    PAGE_CACHE_MODES,
+    PHASE_NAMES,
+    BootResult,
+)
+from harness.timeline import Timeline, cut_phases, total_s
+
+PROBE_DIR = Path(__file__).parent / "probe"
+CHILD_SCRIPT = Path(__file__).parent / "_child.py"
+DEFAULT_QUESTION = "What is the capital of France?"
+LOG_TAIL_LINES = 60
+
+# vLLM defaults that would not fit a 2-core, 24 GiB machine, or would reach for the network.
+DEFAULT_ENGINE_KWARGS: dict[str, Any] = {"dtype": "bfloat16", "max_model_len": 512, "seed": 0}
+DEFAULT_ENV: dict[str, str] = {
+    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; vLLM's default request exceeds small machines
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "PYTHONUNBUFFERED": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+}
+
+
+class BootError(ValueError):
+    """A boot that cannot even be attempted: bad spec, missing model folder, ..."""
+
+
+def cache_home() -> Path:
+    return Path(os.environ.get("COLDSTART_CACHE_DIR", Path.home() / ".cache" / "vllm-coldstart"))
+
+
+def installed_vllm_version() -> str | None:
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+class BootSpec(BaseModel):
+    """Everything that defines one boot. The matrix axes are named as in the test ids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    model_path: Path
+    loader: str = "safetensors"
+    compile_cache: str = "cold"
+    page_cache: str = "warm"
+    entrypoint: str = "offline"
+    engine_kwargs: dict[str, Any] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    timeout_s: float = 600.0
+    question: str = DEFAULT_QUESTION
+    expect_in_answer: str | None = None
+    max_tokens: int = 16
+    runai_concurrency: int = 4
+    tensorizer_uri: Path | None = None
+    work_dir: Path | None = None
+
+    def check(self) -> None:
+        """Reject what cannot boot, with one line that names the problem."""
+        for axis, value, allowed in (("loader", self.loader, LOADERS),
+                                     ("compile_cache", self.compile_cache, COMPILE_CACHE_MODES),
+                                     ("page_cache", self.page_cache, PAGE_CACHE_MODES),
+                                     ("entrypoint", self.entrypoint, ENTRYPOINTS)):
+            if value not in allowed:
+                raise BootError(f"unknown {axis} {value!r}; choose one of {', '.join(allowed)}")
+        if not self.model_path.is_dir():
+            raise BootError(f"model folder {self.model_path} does not exist")
+        if not (self.model_path / "config.json").is_file():
+            raise BootError(f"model folder {self.model_path} has no config.json")
+        if self.loader == "tensorizer" and (self.tensorizer_uri is None
+                                            or not Path(self.tensorizer_uri).is_file()):
+            raise BootError("loader tensorizer needs a serialized model file (tensorizer_uri); "
+                            f"got {self.tensorizer_uri}")
+        reserved = {"model", "load_format", "model_loader_extra_config", "enforce_eager"}
+        clash = reserved & set(self.engine_kwargs)
+        if clash:
+            raise BootError(f"engine argument(s) {sorted(clash)} are set by the axes "
+                            "(model, loader, compile_cache); use those instead")
+
+    def effective_engine_kwargs(self) -> dict[str, Any]:
+        kwargs = {**DEFAULT_ENGINE_KWARGS, **self.engine_kwargs}
+        if self.loader == "safetensors":
+            kwargs["load_format"] = "safetensors"
+        elif self.loader == "runai_streamer":
+            kwargs["load_format"] = "runai_streamer"
+            kwargs["model_loader_extra_config"] = {"concurrency": self.runai_concurrency}
+        elif self.loader == "tensorizer":
+            kwargs["load_format"] = "tensorizer"
+            kwargs["model_loader_extra_config"] = {"tensorizer_uri": str(self.tensorizer_uri)}
+        if self.compile_cache == "off":
+            kwargs["enforce_eager"] = True
+        return kwargs
+
+    def compile_cache_key(self) -> str:
+        """Boots with equal keys can share a warm compile cache."""
+        ident = {"model_path": str(self.model_path.resolve()), "loader": self.loader,
+                 "engine_kwargs": self.effective_engine_kwargs(),
+                 "vllm": installed_vllm_version(), "entrypoint": self.entrypoint}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+    def weight_files(self) -> list[Path]:
+        files = pagecache.files_under([self.model_path])
+        if self.loader == "tensorizer" and self.tensorizer_uri:
+            files.append(Path(self.tensorizer_uri))
+        return files
+
+
+def _compile_cache_dirs(spec: BootSpec, work: Path) -> dict[str, str]:
+    if spec.compile_cache == "warm":
+        root = cache_home() / "compile-cache" / spec.compile_cache_key()
+    else:  # cold (and off, where nothing is compiled): fresh, empty, thrown away
+        root = work / "compile-cache"
+    root.mkdir(parents=True, exist_ok=True)
+    return {"VLLM_CACHE_ROOT": str(root / "vllm"),
+            "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+            "TRITON_CACHE_DIR": str(root / "triton")}
+
+
+def _primed_marker(spec: BootSpec) -> Path:
+    return cache_home() / "compile-cache" / spec.compile_cache_key() / "primed.json"
+
+
+def _group_members(pgid: int) -> list[int]:
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesized command: state ppid pgrp ...
+        fields = stat[stat.rindex(")") + 2:].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(entry.name))
+    return out
+
+
+def kill_group(pgid: int, grace_s: float = 3.0) -> list[int]:
+    """SIGTERM, then SIGKILL, the whole group; return pids still alive afterwards."""
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        if not _group_members(pgid):
+            return []
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return []
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and _group_members(pgid):
+            time.sleep(0.05)
+    return _group_members(pgid)
+
+
+def _tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return "\n".join(lines[-n:])
+
+
+def _root_cause(log_text: str, fallback: str | None) -> str | None:
+    """The most specific error line: vLLM re-raises EngineCore failures generically."""
+    generic = ("Engine core initialization failed", "EngineCore failed to start",
+               "Worker failed", "See root cause above")
+    candidates = []
+    for line in log_text.splitlines():
+        stripped = line.strip()
+        head = stripped.split(":", 1)[0]
+        if head.endswith(("Error", "Exception")) and " " not in head and ":" in stripped:
+            candidates.append(stripped)
+    specific = [c for c in candidates if not any(g in c for g in generic)]
+    if specific:
+        return specific[-1][:1000]
+    return fallback or (candidates[-1][:1000] if candidates else None)
+
+
+def _compile_cache_observed(tl: Timeline, spec: BootSpec, log_msgs: list[str]) -> str:
+    if spec.compile_cache == "off":
+        return "disabled"
+    loads = tl.ends.get("torch_compile.compiled_graph_load", [])
+    if any(r.get("ok") and not r.get("none") for r in loads):
+        return "hit"
+    if any("due to a load failure" in m for m in log_msgs):
+        return "load_failure"
+    if tl.intervals.get("torch_compile"):
+        return "miss"
+    return "unknown"
+
+
+def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
+             prime_if_needed: bool = True) -> BootResult:
+    """Boot vLLM once as ``spec`` says and cut the boot into phases.
+
+    A boot that fails or times out still returns a BootResult (``state="failed"``) holding the
+    phases it completed, the error and the log tail: a failure is recorded, never lost.
+    A spec that cannot be attempted raises :class:`BootError`.
+    """
+    say = progress or (lambda _msg: None)
+    spec.check()
+    work = Path(spec.work_dir or tempfile.mkdtemp(prefix="coldstart-boot-"))
+    work.mkdir(parents=True, exist_ok=True)
+    evidence: dict[str, Any] = {"work_dir": str(work)}
+
+    if spec.compile_cache == "warm" and prime_if_needed and not _primed_marker(spec).exists():
+        say("priming the compile cache (unmeasured boot)")
+        primer = spec.model_copy(update={"work_dir": work / "priming", "page_cache": "warm"})
+        primed = run_boot(primer, progress=progress, prime_if_needed=False)
+        evidence["priming"] = {"state": primed.state, "compile_cache_observed":
+                               primed.compile_cache_observed, "error": primed.error}
+        if primed.state == "measured":
+            _primed_marker(spec).write_text(json.dumps({"primed_by": primed.model_dump(
+                mode="json", include={"wall_s", "phases", "vllm_version"})}))
+
+    env = {**os.environ, **DEFAULT_ENV, **spec.env}
+    env.update(_compile_cache_dirs(spec, work))
+    if spec.compile_cache == "cold":
+        shutil.rmtree(work / "compile-cache", ignore_errors=True)
+        env.update(_compile_cache_dirs(spec, work))
+    version = installed_vllm_version()
+    targets = [t.to_probe() for t in wrap_targets_for(version, None)]
+    events_path = work / "events.jsonl"
+    events_path.unlink(missing_ok=True)
+    log_path = work / "boot.log"
+    child_result_path = work / "child_result.json"
+    child_result_path.unlink(missing_ok=True)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(PROBE_DIR), *filter(None, [env.get("PYTHONPATH")])])
+    env["COLDSTART_EVENTS"] = str(events_path)
+    env["COLDSTART_PROBE_TARGETS"] = json.dumps(targets)
+
+    child_spec = {"model_path": str(spec.model_path), "loader": spec.loader,
+                  "entrypoint": spec.entrypoint, "engine_kwargs": spec.effective_engine_kwargs(),
+                  "question": spec.question, "max_tokens": spec.max_tokens,
+                  "child_result_path": str(child_result_path)}
+    (work / "child_spec.json").write_text(json.dumps(child_spec, indent=2))
+
+    say(f"page cache -> {spec.page_cache}")
+    try:
+        evidence["page_cache"] = pagecache.prepare(spec.weight_files(), spec.page_cache)
+    except pagecache.PageCacheError as exc:
+        return BootResult(state="skipped", skip_reason=str(exc), **_identity(spec, version),
+                          evidence=evidence)
+
+    say("booting vLLM")
+    with open(log_path, "wb") as log:
+        t0 = time.monotonic_ns()  # the boot's origin: the one instant the parent takes
+        proc = subprocess.Popen([sys.executable, str(CHILD_SCRIPT), str(work / "child_spec.json")],
+                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env=env, cwd=str(work), start_new_session=True)
+        timed_out = _wait_with_progress(proc, events_path, t0, spec.timeout_s, say)
+        returned_ns = time.monotonic_ns()
+        survivors = kill_group(proc.pid)
+        if proc.poll() is None:
+            proc.wait(timeout=10)
+    evidence["process_wall_s"] = (returned_ns - t0) / 1e9
+    evidence["exit_code"] = proc.returncode
+    if survivors:
+        evidence["survivors"] = survivors
+
+    child: dict[str, Any] = {}
+    if child_result_path.exists():
+        try:
+            child = json.loads(child_result_path.read_text())
+        except json.JSONDecodeError:
+            child = {}
+    tl = Timeline.from_file(events_path, t0)
+    log_msgs = [r.get("msg", "") for r in tl.logs]
+    ready = tl.first_mark("ready")
+    first_token = tl.first_mark("first_token")
+    platform = child.get("platform") or _platform_from_logs(log_msgs)
+    engine_kwargs = spec.effective_engine_kwargs()
+    compile_enabled = not engine_kwargs.get("enforce_eager", False)
+
+    measured = (not timed_out and child.get("state") == "measured" and ready is not None)
+    error = None
+    if not measured:
+        log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
+        if timed_out:
+            error = f"timed out after {spec.timeout_s:.0f} s (the whole process group was killed)"
+        else:
+            error = _root_cause(log_text, child.get("error")) or \
+                f"boot exited with code {proc.returncode} without a result"
+    end = ready if measured else max([t for ivs in tl.intervals.values() for _, t in ivs]
+                                     + [t0 + 1])
+    cut = cut_phases(tl, end, platform=platform, compile_enabled=compile_enabled)
+    if not measured:
+        for name, value in cut.phases.items():
+            if value is None and not cut.phase_notes[name].startswith("not applicable"):
+                cut.phase_notes[name] = "failed before this phase completed"
+
+    answer = child.get("response_text")
+    if measured and spec.expect_in_answer and spec.expect_in_answer not in (answer or ""):
+        measured, error = False, (f"wrong answer: expected {spec.expect_in_answer!r} in "
+                                  f"{answer!r}")
+    evidence.update(
+        residual_parts_s=cut.residual_parts_s,
+        loader_targets=sorted({r["target"] for r in tl.ends.get("model_loading.load_weights", [])}),
+        unfinished_calls=tl.unfinished,
+        probe_problems=tl.probe_problems,
+        processes=len(tl.processes),
+        # Each probed function's own duration (no priority cut): what vLLM's log lines time.
+        probe_durations_s={name: total_s(ivs)
+                           for name, ivs in sorted(tl.intervals.items())},
+        engine_kwargs=engine_kwargs,
+    )
+    events_out = [{"process": p.get("name"), "pid": pid, "event": "process.first_event",
+                   "t_s": (p["first_t"] - t0) / 1e9} for pid, p in tl.processes.items()]
+    for name, ivs in sorted(tl.intervals.items()):
+        for s, e in ivs:
+            events_out.append({"event": name, "start_s": (s - t0) / 1e9, "end_s": (e - t0) / 1e9})
+    for name in ("ready", "first_token"):
+        t = tl.first_mark(name)
+        if t is not None:
+            events_out.append({"event": name, "t_s": (t - t0) / 1e9})
+
+    result = BootResult(
+        state="measured" if measured else "failed",
+        **_identity(spec, child.get("versions", {}).get("vllm") or version),
+        platform=platform,
+        phases=cut.phases, phase_notes=cut.phase_notes, subphases=cut.subphases,
+        wall_s=cut.wall_s, residual_s=cut.residual_s,
+        ready_s=(ready - t0) / 1e9 if ready else None,
+        ttft_s=(first_token - ready) / 1e9 if (first_token and ready) else None,
+        response_text=answer,
+        compile_cache_observed=_compile_cache_observed(tl, spec, log_msgs),
+        log_durations=_log_durations(log_msgs, version),
+        events=events_out,
+        shims=child.get("shims", []),
+        error=error,
+        log_tail=_tail(log_path) if not measured else None,
+        versions=child.get("versions", {}),
+        evidence=evidence,
+    )
+    (work / "result.json").write_text(result.model_dump_json(indent=2))
+    return result
+
+
+_PROGRESS_EVENTS = {name: name for name in PHASE_NAMES}
+_PROGRESS_EVENTS.update({"mark.engine_client": "engine core start", "mark.executor_init":
+                         "worker start", "ready": "ready", "first_token": "first token"})
+
+
+def _wait_with_progress(proc: subprocess.Popen, events_path: Path, t0: int, timeout_s: float,
+                        say: Callable[[str], None]) -> bool:
+    """Wait for the child, telling each phase as the probes report it. True on timeout."""
+    deadline = time.monotonic() + timeout_s
+    offset = 0
+    seen: set[str] = set()
+    while True:
+        try:
+            proc.wait(timeout=0.5)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() >= deadline:
+            return True
+        try:
+            with open(events_path, "rb") as fh:
+                fh.seek(offset)
+                chunk = fh.read()
+        except OSError:
+            continue
+        complete = chunk.rfind(b"\n") + 1
+        offset += complete
+        for line in chunk[:complete].splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            label = _PROGRESS_EVENTS.get(rec.get("e"))
+            if label and rec.get("k") in ("start", "mark") and label not in seen:
+                seen.add(label)
+                say(f"[{(rec['t'] - t0) / 1e9:7.1f} s] {label}")
+
+
+def _identity(spec: BootSpec, version: str | None) -> dict[str, Any]:
+    return {"model": spec.model, "model_path": str(spec.model_path), "loader": spec.loader,
+            "compile_cache": spec.compile_cache, "page_cache": spec.page_cache,
+            "entrypoint": spec.entrypoint, "vllm_version": version}
+
+
+def _platform_from_logs(msgs: list[str]) -> str | None:
+    for m in msgs:
+        if "Automatically detected platform" in m:
+            return m.rsplit(" ", 1)[-1].strip(".").lower()
+    return None
+
+
+def _log_durations(msgs: list[str], version: str | None) -> dict[str, float]:
+    """vLLM's own reported durations, through the log reader (the second source)."""
+    try:
+        from harness.logs import scan_lines
+    except ImportError:  # the log reader is optional for a boot
+        return {}
+    scan = scan_lines(msgs, version)
+    out: dict[str, float] = {}
+    for key, value in scan.durations.items():
+        if isinstance(value, list):
+            value = sum(value)
+        out[key] = float(value)
+    return out

@@ -1,0 +1,209 @@
+"""vllm-coldstart probe: runs at the start of every Python process of a measured boot.
+
+The harness puts this folder first on the child's PYTHONPATH, so the front end, the spawned
+EngineCore and the spawned Worker (and any helper process they start) all run it before their
+first import. It is inert unless COLDSTART_EVENTS is set.
+
+It installs an import hook that, right after a target module has executed, replaces the
+target functions in that module with timing wrappers. Nothing in vLLM is patched on disk and
+nothing is wrapped before its module exists. Each interval is written as two JSON lines
+(start, end) on ``time.monotonic_ns()``, the one clock every process of the machine shares,
+to the boot's events file. vLLM's own log records are captured into the same file with the
+monotonic instant they were emitted at.
+
+Standard library only, and cheap: this runs in every process, Inductor's compile workers too.
+A failure here is recorded as a ``probe.error`` event and never breaks the boot.
+"""
+
+import json
+import os
+import sys
+import time
+
+_EVENTS_PATH = os.environ.get("COLDSTART_EVENTS")
+
+
+def _chain_next_sitecustomize():
+    # Keep the machine's own sitecustomize working: we shadow it by name.
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        candidate = os.path.join(entry or ".", "sitecustomize.py")
+        if os.path.abspath(entry or ".") == here or not os.path.isfile(candidate):
+            continue
+        with open(candidate) as fh:
+            code = compile(fh.read(), candidate, "exec")
+        exec(code, {"__name__": "_coldstart_chained_sitecustomize", "__file__": candidate})
+        return
+
+
+class _Recorder:
+    def __init__(self, path):
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.pid = os.getpid()
+
+    def _process(self):
+        mp = sys.modules.get("multiprocessing")
+        try:
+            return mp.current_process().name if mp else "MainProcess"
+        except Exception:
+            return "?"
+
+    def write(self, record):
+        record["pid"] = os.getpid()
+        record["proc"] = self._process()
+        # One write per line: O_APPEND keeps lines from different processes whole.
+        os.write(self._fd, (json.dumps(record, default=str) + "\n").encode())
+
+
+def _install(recorder, targets):
+    import functools
+    import importlib.abc
+    import importlib.util
+    import logging
+
+    def emit(event, kind, target, **extra):
+        rec = {"t": time.monotonic_ns(), "e": event, "k": kind, "target": target}
+        rec.update(extra)
+        try:
+            recorder.write(rec)
+        except Exception:
+            pass
+
+    def timed_call(fn, event, target):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            emit(event, "start", target)
+            try:
+                result = fn(*args, **kwargs)
+            except BaseException as exc:
+                emit(event, "end", target, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
+                raise
+            emit(event, "end", target, ok=True, none=result is None)
+            return result
+
+        return wrapper
+
+    class _TimedContext:
+        def __init__(self, cm, event, target):
+            self._cm, self._event, self._target = cm, event, target
+
+        def __enter__(self):
+            emit(self._event, "start", self._target)
+            return self._cm.__enter__()
+
+        def __exit__(self, exc_type, exc, tb):
+            try:
+                return self._cm.__exit__(exc_type, exc, tb)
+            finally:
+                emit(self._event, "end", self._target, ok=exc_type is None,
+                     error=None if exc_type is None else f"{exc_type.__name__}: {exc}"[:500])
+
+    def timed_context(fn, event, target):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            return _TimedContext(fn(*args, **kwargs), event, target)
+
+        return wrapper
+
+    def wrap(module, spec):
+        attr, event, kind = spec["attr"], spec["event"], spec["kind"]
+        target = f"{module.__name__}:{attr}"
+        make = timed_context if kind == "context" else timed_call
+        owner = module
+        parts = attr.split(".")
+        for part in parts[:-1]:
+            owner = getattr(owner, part, None)
+            if owner is None:
+                emit("probe.missing", "mark", target)
+                return
+        name = parts[-1]
+        raw = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
+        if raw is None:
+            emit("probe.missing", "mark", target)
+            return
+        if isinstance(raw, staticmethod):
+            new = staticmethod(make(raw.__func__, event, target))
+        elif isinstance(raw, classmethod):
+            new = classmethod(make(raw.__func__, event, target))
+        else:
+            new = make(raw, event, target)
+        setattr(owner, name, new)
+
+    by_module = {}
+    for spec in targets:
+        by_module.setdefault(spec["module"], []).append(spec)
+
+    def instrument(module):
+        for spec in by_module.get(module.__name__, ()):
+            try:
+                wrap(module, spec)
+            except Exception as exc:
+                emit("probe.error", "mark", f"{module.__name__}:{spec['attr']}", error=repr(exc))
+        if module.__name__ == "vllm.logger":
+            attach_log_handler()
+
+    class _LogCapture(logging.Handler):
+        def emit(self, record):
+            try:
+                recorder.write({"t": time.monotonic_ns(), "e": "log", "k": "log",
+                                "created": record.created, "lvl": record.levelname,
+                                "logger": record.name, "msg": record.getMessage()})
+            except Exception:
+                pass
+
+    def attach_log_handler():
+        # The 'vllm' logger does not propagate to the root logger, so attach to it directly.
+        logger = logging.getLogger("vllm")
+        if not any(isinstance(h, _LogCapture) for h in logger.handlers):
+            handler = _LogCapture(level=logging.DEBUG)
+            logger.addHandler(handler)
+
+    class _Finder(importlib.abc.MetaPathFinder):
+        def __init__(self):
+            self._busy = set()
+
+        def find_spec(self, fullname, path, target=None):
+            if fullname not in by_module and fullname != "vllm.logger":
+                return None
+            if fullname in self._busy:
+                return None
+            self._busy.add(fullname)
+            try:
+                spec = importlib.util.find_spec(fullname)
+            finally:
+                self._busy.discard(fullname)
+            if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+                return spec
+            original = spec.loader.exec_module
+
+            def exec_module(module):
+                original(module)
+                instrument(module)
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    sys.meta_path.insert(0, _Finder())
+    for name in list(by_module) + ["vllm.logger"]:
+        if name in sys.modules:  # imported before us (rare): instrument in place
+            instrument(sys.modules[name])
+    return emit
+
+
+def _main():
+    recorder = _Recorder(_EVENTS_PATH)
+    targets = json.loads(os.environ.get("COLDSTART_PROBE_TARGETS", "[]"))
+    emit = _install(recorder, targets)
+    emit("process.start", "mark", "sitecustomize", argv=" ".join(sys.argv)[:300],
+         ppid=os.getppid())
+    import atexit
+
+    atexit.register(lambda: emit("process.exit", "mark", "atexit"))
+
+
+if _EVENTS_PATH:
+    try:
+        _main()
+    except Exception as _exc:  # never break the boot for a probe
+        sys.stderr.write(f"vllm-coldstart probe disabled: {_exc!r}\n")
+_chain_next_sitecustomize()

@@ -1,0 +1,243 @@
+"""Probe events of one boot -> phases that partition the boot's wall time.
+
+The boot runs in several processes at once (front end, EngineCore, Worker), so intervals
+can overlap. Every instant of ``[t0, ready]`` is given to at most one phase, by priority:
+an instant inside a torch.compile call that itself sits inside the KV-cache profiling
+window counts as torch.compile only, never twice. Instants no phase claims are the named
+residual (its parts are named by the phase they follow). Hence, by construction,
+``sum(phases) + residual == wall``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.schema import NOT_APPLICABLE_PREFIX, PHASE_NAMES
+
+Interval = tuple[int, int]  # monotonic ns, start <= end
+
+# Highest first: the phase that owns an instant claimed by several.
+PRIORITY: tuple[str, ...] = (
+    "cuda_graph_capture",
+    "torch_compile",
+    "model_loading",
+    "tokenizer_init",
+    "kv_cache_profiling",
+    "framework_bootstrap",
+)
+assert set(PRIORITY) == set(PHASE_NAMES)
+
+
+def merge(intervals: list[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def subtract(intervals: list[Interval], minus: list[Interval]) -> list[Interval]:
+    out: list[Interval] = []
+    minus = merge(minus)
+    for start, end in merge(intervals):
+        cur = start
+        for m_start, m_end in minus:
+            if m_end <= cur or m_start >= end:
+                continue
+            if m_start > cur:
+                out.append((cur, m_start))
+            cur = max(cur, m_end)
+            if cur >= end:
+                break
+        if cur < end:
+            out.append((cur, end))
+    return out
+
+
+def clip(intervals: list[Interval], lo: int, hi: int) -> list[Interval]:
+    return [(max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi]
+
+
+def total_s(intervals: list[Interval]) -> float:
+    return sum(e - s for s, e in merge(intervals)) / 1e9
+
+
+@dataclass
+class Timeline:
+    """The events of one boot, paired into intervals."""
+
+    t0: int
+    intervals: dict[str, list[Interval]] = field(default_factory=lambda: defaultdict(list))
+    # (event, target) -> list of end records, for evidence (which loader ran, cache hit, ...)
+    ends: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
+    marks: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    logs: list[dict[str, Any]] = field(default_factory=list)
+    processes: dict[int, dict[str, Any]] = field(default_factory=dict)
+    unfinished: list[str] = field(default_factory=list)
+    probe_problems: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_file(cls, path: str | Path, t0: int) -> Timeline:
+        lines = Path(path).read_text().splitlines() if Path(path).exists() else []
+        records = []
+        for line in lines:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:  # a process killed mid-write leaves half a line
+                continue
+        return cls.from_records(records, t0)
+
+    @classmethod
+    def from_records(cls, records: list[dict[str, Any]], t0: int) -> Timeline:
+        tl = cls(t0=t0)
+        open_calls: dict[tuple[int, str, str], list[int]] = defaultdict(list)
+        last_t = t0
+        for rec in sorted(records, key=lambda r: r["t"]):
+            t, event, kind, pid = rec["t"], rec["e"], rec["k"], rec.get("pid", 0)
+            last_t = max(last_t, t)
+            proc = tl.processes.setdefault(pid, {"pid": pid, "first_t": t})
+            proc["name"] = rec.get("proc", proc.get("name"))
+            if kind == "log":
+                tl.logs.append(rec)
+            elif kind == "start":
+                open_calls[(pid, event, rec["target"])].append(t)
+            elif kind == "end":
+                stack = open_calls.get((pid, event, rec["target"]))
+                if stack:
+                    tl.intervals[event].append((stack.pop(), t))
+                tl.ends[event].append(rec)
+            else:
+                tl.marks[event].append(t)
+                if event in ("probe.missing", "probe.error"):
+                    tl.probe_problems.append(f"{event} {rec.get('target')} {rec.get('error', '')}".strip())
+        # A call still open when the boot died ran until the last thing we saw.
+        for (pid, event, target), stack in open_calls.items():
+            for start in stack:
+                tl.intervals[event].append((start, last_t))
+                tl.unfinished.append(f"{event} ({target}, pid {pid})")
+        return tl
+
+    def events_under(self, prefix: str) -> list[Interval]:
+        return [iv for name, ivs in self.intervals.items()
+                if name == prefix or name.startswith(prefix + ".") for iv in ivs]
+
+    def first_mark(self, name: str) -> int | None:
+        return min(self.marks[name]) if self.marks.get(name) else None
+
+    def first_start(self, event: str) -> int | None:
+        ivs = self.intervals.get(event)
+        return min(s for s, _ in ivs) if ivs else None
+
+
+@dataclass
+class PhaseCut:
+    phases: dict[str, float | None]
+    phase_notes: dict[str, str]
+    subphases: dict[str, float | None]
+    wall_s: float
+    residual_s: float
+    residual_parts_s: dict[str, float]
+    owned: dict[str, list[Interval]]
+
+
+def cut_phases(tl: Timeline, end: int, *, platform: str | None, compile_enabled: bool) -> PhaseCut:
+    """Partition ``[tl.t0, end]`` into the six phases and a residual."""
+    t0 = tl.t0
+    raw: dict[str, list[Interval]] = {
+        "cuda_graph_capture": tl.events_under("cuda_graph_capture"),
+        "torch_compile": tl.events_under("torch_compile"),
+        "model_loading": tl.events_under("model_loading"),
+        "tokenizer_init": tl.events_under("tokenizer_init"),
+        "kv_cache_profiling": tl.events_under("kv_cache_profiling"),
+    }
+    loading_start = tl.first_start("model_loading")
+    raw["framework_bootstrap"] = [(t0, loading_start if loading_start is not None else end)]
+
+    owned: dict[str, list[Interval]] = {}
+    claimed: list[Interval] = []
+    for name in PRIORITY:
+        mine = subtract(clip(raw[name], t0, end), claimed)
+        owned[name] = mine
+        claimed = merge(claimed + mine)
+
+    phases: dict[str, float | None] = {}
+    notes: dict[str, str] = {}
+    for name in PHASE_NAMES:
+        value = total_s(owned[name])
+        if name == "cuda_graph_capture" and platform != "cuda":
+            phases[name] = None
+            notes[name] = f"{NOT_APPLICABLE_PREFIX}: no CUDA graphs on platform {platform!r}"
+        elif name == "torch_compile" and not compile_enabled:
+            phases[name] = None
+            notes[name] = f"{NOT_APPLICABLE_PREFIX}: compilation disabled (enforce_eager)"
+        elif not raw[name]:
+            phases[name] = None
+            notes[name] = "no probe event: the boot did not reach this phase or the probe missed it"
+        else:
+            phases[name] = value
+    wall_s = (end - t0) / 1e9
+    residual_ivs = subtract([(t0, end)], claimed)
+    parts: dict[str, float] = defaultdict(float)
+    for start, stop in residual_ivs:
+        before = max((n for n in PHASE_NAMES if any(e <= start for _, e in owned[n])),
+                     key=lambda n: max(e for _, e in owned[n] if e <= start), default="start")
+        parts[f"after_{before}"] += (stop - start) / 1e9
+    residual_s = total_s(residual_ivs)
+
+    sub: dict[str, float | None] = {}
+
+    def own_sub(name: str, ivs: list[Interval]) -> None:
+        phase = name.split(".")[0]
+        # A sub-phase counts only the instants its phase owns: never more than its phase.
+        sub[name] = total_s(_intersect(clip(ivs, t0, end), owned[phase])) if ivs else None
+
+    # framework bootstrap: named stretches of the bootstrap window
+    front_start = _first_process_start(tl)
+    llm_init = tl.first_start("mark.llm_init")
+    make_client = tl.first_start("mark.engine_client")
+    core_init = tl.first_start("mark.engine_core_init")
+    executor = tl.first_start("mark.executor_init")
+    worker_init = tl.first_start("mark.worker_init")
+    own_sub("framework_bootstrap.interpreter_start", [(t0, front_start)] if front_start else [])
+    own_sub("framework_bootstrap.imports",
+            [(front_start, llm_init)] if front_start and llm_init else [])
+    own_sub("framework_bootstrap.engine_config", tl.intervals.get("framework_bootstrap.engine_config", []))
+    # The renderer wraps the tokenizer; what it spends beyond the tokenizer load is bootstrap.
+    own_sub("framework_bootstrap.renderer_init", tl.intervals.get("mark.renderer", []))
+    own_sub("framework_bootstrap.engine_core_start",
+            [(make_client, core_init)] if make_client and core_init else [])
+    own_sub("framework_bootstrap.worker_start",
+            [(executor, worker_init)] if executor and worker_init else [])
+    own_sub("framework_bootstrap.device_init", tl.intervals.get("framework_bootstrap.device_init", []))
+    for name in ("model_loading.model_init", "model_loading.load_weights",
+                 "kv_cache_profiling.memory_profiling", "kv_cache_profiling.kv_cache_allocation",
+                 "torch_compile.compiled_graph_load"):
+        own_sub(name, tl.intervals.get(name, []))
+    inductor = subtract(tl.intervals.get("torch_compile.inductor_compile", []),
+                        tl.intervals.get("torch_compile.compiled_graph_load", []))
+    own_sub("torch_compile.inductor_compile", inductor)
+    if owned["torch_compile"]:
+        rest = subtract(owned["torch_compile"],
+                        inductor + tl.intervals.get("torch_compile.compiled_graph_load", []))
+        sub["torch_compile.dynamo_transform"] = total_s(rest)
+    return PhaseCut(phases, notes, sub, wall_s, residual_s, dict(parts), owned)
+
+
+def _intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
+    out = []
+    for s1, e1 in merge(a):
+        for s2, e2 in merge(b):
+            s, e = max(s1, s2), min(e1, e2)
+            if s < e:
+                out.append((s, e))
+    return out
+
+
+def _first_process_start(tl: Timeline) -> int | None:
+    return tl.first_mark("process.start")
