@@ -1,0 +1,29 @@
+"""What every ``python -m analysis.X`` shares: one-line errors and exit code 2 for bad input."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from analysis.features import FeatureError
+from analysis.model import FitError
+from harness.schema import SchemaError
+
+# Input problems a user can fix: reported as one line, exit code 2, no traceback.
+USER_ERRORS: tuple[type[BaseException], ...] = (SchemaError, FitError, FeatureError,
+                                                 FileNotFoundError, IsADirectoryError,
+                                                 PermissionError)
+
+
+class InputError(ValueError):
+    """Any other input the command refuses (a holdout name not in the data, ...)."""
+
+
+def run_cli(prog: str, main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> int:
+    """Run ``main``; turn an input error into ``prog: error: <one line>`` and exit code 2."""
+    try:
+        return main(argv)
+    except (*USER_ERRORS, InputError) as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        print(f"{prog}: error: {message}", file=sys.stderr)
+        return 2

@@ -1,0 +1,680 @@
+"""Features of a model that explain its start-up phases, read without reading its weights.
+
+Every feature carries its unit in its name (``params``, ``weight_bytes``, ``tokenizer_bytes``,
+``layers``, ...). A feature that could not be read and was computed from something else (an
+architecture formula, a per-layer average) is listed in ``ModelFeatures.estimated``, so a report
+can say which numbers are measured and which are guesses.
+
+Sources, in the order of preference:
+
+- a model folder (``from_model_dir``): ``config.json``, the safetensors headers (the 8-byte
+  little-endian header length followed by the JSON header; the tensor data is never read),
+  tokenizer files;
+- an HF ``config.json`` alone (``from_hf_config``): parameters from the architecture formula;
+- the reference study's ``models_config.json`` (``read_study_models_config``);
+- a JSON file of ``ModelFeatures`` (``read_features_json``).
+
+Imports without vLLM or torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+import struct
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "FEATURE_UNITS",
+    "FeatureError",
+    "ModelFeatures",
+    "compiled_graph_bytes_from_cache",
+    "default_capture_sizes",
+    "feature_value",
+    "from_hf_config",
+    "from_model_dir",
+    "load_features",
+    "read_features_json",
+    "read_safetensors_header",
+    "read_study_models_config",
+    "study_entry_features",
+    "tokenizer_bytes_in",
+]
+
+GIB = 2**30
+
+# Bytes per element of the safetensors dtypes. Only used to cross-check; the byte count of a
+# tensor is taken from its data offsets, which is exact even for packed (FP4) dtypes.
+_SAFETENSORS_DTYPE_BYTES: dict[str, float] = {
+    "F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U64": 8,
+    "U32": 4, "U16": 2, "U8": 1, "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "F4": 0.5,
+}
+_TORCH_DTYPE_BYTES: dict[str, int] = {
+    "float32": 4, "float": 4, "float16": 2, "half": 2, "bfloat16": 2, "float64": 8,
+}
+
+# Human units for the report and for fitting (coefficients then read as seconds per GiB, per
+# billion parameters, ...). Fitting on scaled features also keeps the design matrix well
+# conditioned. A product feature ``a_x_b`` takes the product of the scales.
+FEATURE_UNITS: dict[str, tuple[float, str]] = {
+    "params": (1e9, "B params"),
+    "nominal_params": (1e9, "B params (nominal)"),
+    "active_params": (1e9, "B active params"),
+    "weight_bytes": (GIB, "GiB"),
+    "tokenizer_bytes": (1e6, "MB"),
+    "compiled_graph_bytes": (2**10, "KiB"),
+    "kv_cache_bytes_per_token": (2**10, "KiB/token"),
+    "vocab_size": (1e3, "k tokens"),
+    "layers": (1.0, "layers"),
+    "hidden_size": (1.0, ""),
+    "capture_sizes": (1.0, "capture sizes"),
+    "experts": (1.0, "experts"),
+    "moe": (1.0, "flag"),
+}
+
+# vLLM compiles one piecewise graph per decoder layer (plus the pieces before the first and
+# after the last). Without a measured compile cache the size of that code is estimated as
+# layers x this many KiB: the median of compiled_graph_sizes / layers over the 25 models of
+# the reference study's models_config.json (vLLM 0.10.1.1, H100); tests check it against the
+# file. Architectures differ by about +-30 % around it (MPT 17, OLMoE 36 KiB per layer).
+ESTIMATED_COMPILED_KIB_PER_LAYER = 31.0
+
+
+class FeatureError(ValueError):
+    """A model folder or feature file that cannot give the features asked for."""
+
+
+class ModelFeatures(BaseModel):
+    """What a model brings to each start-up phase.
+
+    Counts are plain integers, sizes are bytes. ``estimated`` names the fields that were
+    computed instead of read (for example ``params`` from the architecture formula).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str
+    source: str = "unknown"
+    params: int | None = None
+    nominal_params: int | None = None  # the name plate ("7B"), when a source gives one
+    active_params: int | None = None
+    weight_bytes: int | None = None
+    params_by_dtype: dict[str, int] = Field(default_factory=dict)
+    bytes_by_dtype: dict[str, int] = Field(default_factory=dict)
+    layers: int | None = None
+    hidden_size: int | None = None
+    vocab_size: int | None = None
+    attention_heads: int | None = None
+    kv_heads: int | None = None
+    head_dim: int | None = None
+    kv_cache_bytes_per_token: int | None = None
+    tokenizer_bytes: int | None = None
+    moe: bool = False
+    experts: int | None = None
+    active_experts: int | None = None
+    hybrid: bool = False  # attention mixed with Mamba / SSM layers
+    quantization: str | None = None
+    dtype: str | None = None
+    capture_sizes: int | None = None
+    compiled_graph_bytes: int | None = None
+    compiled_graph_method: str | None = None
+    estimated: list[str] = Field(default_factory=list)
+
+    def traits(self) -> list[str]:
+        """Short words a report puts beside a model that sits off a fit line."""
+        out = []
+        if self.moe:
+            out.append("MoE")
+        if self.hybrid:
+            out.append("hybrid Mamba")
+        if self.quantization:
+            out.append(f"quantized {self.quantization}")
+        return out
+
+
+def feature_value(features: ModelFeatures, name: str) -> float | None:
+    """The value of a (possibly product) feature, in base units, or None when unknown.
+
+    ``"a_x_b"`` is the product of features ``a`` and ``b`` (for example
+    ``layers_x_capture_sizes``: the number of piecewise graphs captured); ``"constant"`` is 1.
+    """
+    if name == "constant":
+        return 1.0
+    if "_x_" in name:
+        total = 1.0
+        for part in name.split("_x_"):
+            v = feature_value(features, part)
+            if v is None:
+                return None
+            total *= v
+        return total
+    if name not in ModelFeatures.model_fields:
+        raise FeatureError(f"unknown feature {name!r}")
+    v = getattr(features, name)
+    if v is None or isinstance(v, (dict, list, str)):
+        return None
+    return float(v)
+
+
+def feature_unit(name: str) -> tuple[float, str]:
+    """Scale and unit label of a feature (the product of its factors' for ``a_x_b``)."""
+    if name == "constant":
+        return 1.0, ""
+    scale, labels = 1.0, []
+    for part in name.split("_x_"):
+        s, label = FEATURE_UNITS.get(part, (1.0, part))
+        scale *= s
+        labels.append(label or part)
+    return scale, " x ".join(labels)
+
+
+def default_capture_sizes(platform: str | None, vllm_version: str | None = None,
+                          max_num_seqs: int = 256) -> int:
+    """How many CUDA-graph capture sizes vLLM uses by default.
+
+    Parameters
+    ----------
+    platform : ``"cpu"`` (no CUDA graphs: 0) or ``"cuda"``.
+    vllm_version : before 0.11 vLLM captured ``[1, 2, 4] + range(8, max + 1, 8)`` with
+        ``max = min(max_num_seqs, 512)`` (35 sizes for the default 256 sequences, as the
+        reference study's v0.10.1.1 logs show); later releases capture
+        ``[1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16)`` with
+        ``max = min(2 * max_num_seqs, 512)`` (51 sizes).
+    max_num_seqs : the engine's ``max_num_seqs``.
+    """
+    if platform == "cpu":
+        return 0
+    old = False
+    if vllm_version:
+        try:
+            old = Version(Version(vllm_version.split("+")[0]).base_version) < Version("0.11")
+        except InvalidVersion:
+            old = False
+    if old:
+        top = min(max_num_seqs, 512)
+        return len([1, 2, 4] + list(range(8, top + 1, 8)))
+    top = min(2 * max_num_seqs, 512)
+    return len([1, 2, 4] + list(range(8, 256, 8)) + list(range(256, top + 1, 16)))
+
+
+# --------------------------------------------------------------------------- safetensors
+def read_safetensors_header(path: str | Path) -> dict[str, Any]:
+    """The JSON header of a safetensors file, without reading any tensor data.
+
+    The format is an unsigned 64-bit little-endian header length followed by that many bytes
+    of JSON (https://github.com/huggingface/safetensors#format).
+    """
+    p = Path(path)
+    with p.open("rb") as fh:
+        raw = fh.read(8)
+        if len(raw) != 8:
+            raise FeatureError(f"{p}: too short for a safetensors file")
+        (n,) = struct.unpack("<Q", raw)
+        if n > 100 * 2**20:  # a header is kilobytes; guard against reading a wrong file whole
+            raise FeatureError(f"{p}: header length {n} is not plausible: not a safetensors file")
+        try:
+            return json.loads(fh.read(n))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise FeatureError(f"{p}: safetensors header is not JSON ({exc})") from exc
+
+
+# An expert's tensors: ``...experts.3.gate_proj.weight`` or fused ``...experts.gate_up_proj``
+# (not ``shared_experts``, which run for every token).
+_EXPERT_TENSOR = re.compile(r"(?<!shared_)experts?\.(\d+\.|w[123]|gate_up_proj|down_proj|up_proj)")
+
+
+def _tensor_counts(files: list[Path]) -> tuple[dict[str, int], dict[str, int], int, int]:
+    params_by_dtype: dict[str, int] = {}
+    bytes_by_dtype: dict[str, int] = {}
+    expert_params = 0
+    expert_tensors = 0
+    for f in files:
+        for name, info in read_safetensors_header(f).items():
+            if name == "__metadata__":
+                continue
+            dtype = str(info["dtype"])
+            numel = math.prod(int(d) for d in info["shape"])
+            begin, end = info["data_offsets"]
+            params_by_dtype[dtype] = params_by_dtype.get(dtype, 0) + numel
+            bytes_by_dtype[dtype] = bytes_by_dtype.get(dtype, 0) + int(end) - int(begin)
+            if _EXPERT_TENSOR.search(name):
+                expert_params += numel
+                expert_tensors += 1
+    return params_by_dtype, bytes_by_dtype, expert_params, expert_tensors
+
+
+# ------------------------------------------------------------------------------ config.json
+def _text_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    # Multimodal configs keep the language model's numbers under text_config / llm_config.
+    for key in ("text_config", "llm_config", "language_config"):
+        sub = cfg.get(key)
+        if isinstance(sub, dict) and sub.get("num_hidden_layers"):
+            return {**cfg, **sub}
+    return cfg
+
+
+def _first(cfg: dict[str, Any], *keys: str) -> Any:
+    for k in keys:
+        v = cfg.get(k)
+        if v is not None:
+            return v
+    return None
+
+
+def _architecture(cfg: dict[str, Any]) -> dict[str, Any]:
+    cfg = _text_config(cfg)
+    layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    hidden = _first(cfg, "hidden_size", "d_model", "n_embd")
+    heads = _first(cfg, "num_attention_heads", "n_head", "num_heads", "n_heads")
+    kv_heads = _first(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num")
+    if kv_heads is None and cfg.get("multi_query"):
+        kv_heads = 1  # Falcon-7B style multi-query attention
+    if kv_heads is None:
+        kv_heads = heads
+    head_dim = cfg.get("head_dim")
+    if head_dim is None and hidden and heads:
+        head_dim = hidden // heads
+    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+    active = _first(cfg, "num_experts_per_tok", "moe_topk", "num_selected_experts", "top_k",
+                    "experts_per_token")
+    moe = bool(experts and int(experts) > 1)
+    text = json.dumps(cfg).lower()
+    hybrid = "mamba" in text or "ssm_state" in text or '"ssm' in text
+    quant = cfg.get("quantization_config")
+    quant_method = None
+    if isinstance(quant, dict):
+        quant_method = str(quant.get("quant_method") or quant.get("quant_algo") or "quantized")
+    ffn = _first(cfg, "intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner")
+    moe_ffn = _first(cfg, "moe_intermediate_size", "expert_intermediate_size") or ffn
+    return {
+        "layers": int(layers) if layers else None,
+        "hidden_size": int(hidden) if hidden else None,
+        "vocab_size": int(cfg["vocab_size"]) if cfg.get("vocab_size") else None,
+        "attention_heads": int(heads) if heads else None,
+        "kv_heads": int(kv_heads) if kv_heads else None,
+        "head_dim": int(head_dim) if head_dim else None,
+        "moe": moe,
+        "experts": int(experts) if moe else None,
+        "active_experts": int(active) if moe and active else None,
+        "hybrid": hybrid,
+        "quantization": quant_method,
+        "dtype": str(_first(cfg, "torch_dtype", "dtype") or "") or None,
+        "ffn": int(ffn) if ffn else None,
+        "moe_ffn": int(moe_ffn) if moe_ffn else None,
+        "tied": bool(cfg.get("tie_word_embeddings", False)),
+    }
+
+
+def _dtype_bytes(dtype: str | None) -> int:
+    # vLLM's dtype="auto" runs float32 checkpoints in half precision, so the cache and the
+    # weights on the device are 2 bytes per element unless the checkpoint says otherwise.
+    if not dtype:
+        return 2
+    return min(_TORCH_DTYPE_BYTES.get(dtype.replace("torch.", ""), 2), 2)
+
+
+def _kv_bytes_per_token(arch: dict[str, Any]) -> int | None:
+    # K and V for every layer: 2 x layers x kv_heads x head_dim x bytes per element.
+    if not (arch["layers"] and arch["kv_heads"] and arch["head_dim"]):
+        return None
+    return 2 * arch["layers"] * arch["kv_heads"] * arch["head_dim"] * _dtype_bytes(arch["dtype"])
+
+
+def _formula_params(arch: dict[str, Any]) -> tuple[int, int] | None:
+    """(total, active) parameters of a decoder-only transformer from its shape.
+
+    Embedding (plus an untied LM head) + per layer: attention projections (q and o of
+    heads x head_dim, k and v of kv_heads x head_dim) and a gated MLP (three hidden x ffn
+    matrices; per expert for MoE). Norms and biases are left out (under 0.1 %).
+    """
+    h, L, V = arch["hidden_size"], arch["layers"], arch["vocab_size"]
+    if not (h and L and V and arch["attention_heads"] and arch["head_dim"] and arch["ffn"]):
+        return None
+    hd = arch["head_dim"]
+    attn = h * arch["attention_heads"] * hd * 2 + h * arch["kv_heads"] * hd * 2
+    embed = V * h * (1 if arch["tied"] else 2)
+    if arch["moe"] and arch["experts"]:
+        expert = 3 * h * arch["moe_ffn"]
+        k = arch["active_experts"] or 1
+        total = embed + L * (attn + arch["experts"] * expert + h * arch["experts"])
+        active = embed + L * (attn + k * expert + h * arch["experts"])
+        return total, active
+    total = embed + L * (attn + 3 * h * arch["ffn"])
+    return total, total
+
+
+# ------------------------------------------------------------------------------- tokenizers
+_SLOW_TOKENIZER_FILES = ("tokenizer.model", "vocab.json", "merges.txt", "vocab.txt", "spiece.model")
+
+
+def tokenizer_bytes_in(folder: str | Path) -> int | None:
+    """Bytes of the tokenizer files a model folder ships.
+
+    ``tokenizer.json`` when present (what a fast tokenizer parses; the reference study's
+    ``tokenizer_size`` is this file in MB); otherwise the slow tokenizer's files
+    (``tokenizer.model``, ``vocab.json`` + ``merges.txt``, ``vocab.txt``, ``*.tiktoken``).
+    None when the folder has none.
+    """
+    d = Path(folder)
+    fast = d / "tokenizer.json"
+    if fast.is_file():
+        return fast.stat().st_size
+    files = [d / n for n in _SLOW_TOKENIZER_FILES if (d / n).is_file()]
+    files += sorted(d.glob("*.tiktoken"))
+    if not files:
+        return None
+    return sum(f.stat().st_size for f in files)
+
+
+# ----------------------------------------------------------------------------- compile cache
+def compiled_graph_bytes_from_cache(cache_dir: str | Path) -> tuple[int, str]:
+    """Size of the compiled graph code a boot loads, from a vLLM compile cache folder.
+
+    With a ``vllm_compile_cache.py`` index (vLLM's piecewise backend: one entry per graph
+    piece and shape, pointing at an Inductor artifact), the artifact of every general-shape
+    piece is counted once per piece, so shared artifacts count as often as they run: the
+    reference study's measure (it summed the first, the last and (layers - 2) x the middle
+    piece). Without an index, the bytes of every file under the folder are summed.
+
+    Returns
+    -------
+    (bytes, method) where method is ``"index"`` or ``"all_files"``.
+    """
+    root = Path(cache_dir)
+    if not root.is_dir():
+        raise FeatureError(f"{root}: no such compile cache folder")
+    indexes = sorted(root.rglob("vllm_compile_cache.py"))
+    by_name = {}
+    for f in root.rglob("*"):
+        if f.is_file():
+            by_name.setdefault(f.name, f)
+    for index in indexes:
+        try:
+            entries = ast.literal_eval(index.read_text())
+        except (ValueError, SyntaxError):
+            continue
+        total, found = 0, 0
+        if not isinstance(entries, dict):
+            continue
+        for key, handle in entries.items():
+            shape = key[0] if isinstance(key, tuple) and key else None
+            if shape is not None:
+                continue  # specialised shapes are extra compiles, not the general graph
+            path = handle[1] if isinstance(handle, (tuple, list)) and len(handle) > 1 else None
+            if not isinstance(path, str):
+                continue
+            local = Path(path) if Path(path).is_file() else by_name.get(Path(path).name)
+            if local is not None:
+                total += local.stat().st_size
+                found += 1
+        if found:
+            return total, "index"
+    total = sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+    if total == 0:
+        raise FeatureError(f"{root}: compile cache folder is empty")
+    return total, "all_files"
+
+
+def _estimated_compiled_graph_bytes(layers: int | None) -> int | None:
+    if not layers:
+        return None
+    return int(round(layers * ESTIMATED_COMPILED_KIB_PER_LAYER * 1024))
+
+
+# --------------------------------------------------------------------------------- builders
+def _finish(arch: dict[str, Any], *, model: str, source: str, params: int | None,
+            active_params: int | None, weight_bytes: int | None, estimated: list[str],
+            platform: str | None, vllm_version: str | None, capture_sizes: int | None,
+            compile_cache_dir: str | Path | None, tokenizer_bytes: int | None,
+            params_by_dtype: dict[str, int] | None = None,
+            bytes_by_dtype: dict[str, int] | None = None) -> ModelFeatures:
+    if capture_sizes is None:
+        capture_sizes = default_capture_sizes(platform or "cuda", vllm_version)
+    method = None
+    if compile_cache_dir is not None:
+        compiled, method = compiled_graph_bytes_from_cache(compile_cache_dir)
+    else:
+        compiled = _estimated_compiled_graph_bytes(arch["layers"])
+        if compiled is not None:
+            method = "estimated"
+            estimated.append("compiled_graph_bytes")
+    return ModelFeatures(
+        model=model, source=source, params=params, active_params=active_params,
+        weight_bytes=weight_bytes, params_by_dtype=params_by_dtype or {},
+        bytes_by_dtype=bytes_by_dtype or {}, layers=arch["layers"],
+        hidden_size=arch["hidden_size"], vocab_size=arch["vocab_size"],
+        attention_heads=arch["attention_heads"], kv_heads=arch["kv_heads"],
+        head_dim=arch["head_dim"], kv_cache_bytes_per_token=_kv_bytes_per_token(arch),
+        tokenizer_bytes=tokenizer_bytes, moe=arch["moe"], experts=arch["experts"],
+        active_experts=arch["active_experts"], hybrid=arch["hybrid"],
+        quantization=arch["quantization"], dtype=arch["dtype"], capture_sizes=capture_sizes,
+        compiled_graph_bytes=compiled, compiled_graph_method=method,
+        estimated=sorted(set(estimated)),
+    )
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise FeatureError(f"{path}: no such file")
+    try:
+        cfg = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise FeatureError(f"{path}: not JSON ({exc})") from exc
+    if not isinstance(cfg, dict):
+        raise FeatureError(f"{path}: not a model config (expected a JSON object)")
+    return cfg
+
+
+def from_hf_config(config_path: str | Path, *, model: str | None = None,
+                   platform: str | None = None, vllm_version: str | None = None,
+                   capture_sizes: int | None = None,
+                   compile_cache_dir: str | Path | None = None) -> ModelFeatures:
+    """Features from an HF ``config.json`` alone: parameters from the architecture formula.
+
+    ``params``, ``active_params`` and ``weight_bytes`` are marked estimated; the tokenizer
+    size is read from the config's folder when its files are there.
+    """
+    p = Path(config_path)
+    cfg = _read_config(p)
+    arch = _architecture(cfg)
+    if not arch["layers"] or not arch["hidden_size"]:
+        raise FeatureError(f"{p}: not an HF model config (no layer count or hidden size)")
+    counted = _formula_params(arch)
+    params, active = counted if counted else (None, None)
+    weight_bytes = params * _dtype_bytes(arch["dtype"]) if params else None
+    return _finish(arch, model=model or p.parent.name, source="hf_config", params=params,
+                   active_params=active, weight_bytes=weight_bytes,
+                   estimated=["params", "active_params", "weight_bytes"],
+                   platform=platform, vllm_version=vllm_version, capture_sizes=capture_sizes,
+                   compile_cache_dir=compile_cache_dir,
+                   tokenizer_bytes=tokenizer_bytes_in(p.parent))
+
+
+def from_model_dir(model_dir: str | Path, *, model: str | None = None,
+                   platform: str | None = None, vllm_version: str | None = None,
+                   capture_sizes: int | None = None,
+                   compile_cache_dir: str | Path | None = None) -> ModelFeatures:
+    """Features of a model folder, from its config, safetensors headers and tokenizer files.
+
+    Parameters
+    ----------
+    model_dir : the folder vLLM is given as ``model``.
+    model : the name to record (default: the folder name).
+    platform, vllm_version : choose the default number of CUDA-graph capture sizes
+        (0 on CPU); see ``default_capture_sizes``.
+    capture_sizes : the number of capture sizes, when the boot sets its own.
+    compile_cache_dir : a measured boot's compile cache (``VLLM_CACHE_ROOT/torch_compile_cache``
+        or one of its hash folders); without it the compiled-graph size is estimated from the
+        layer count and marked estimated.
+    """
+    d = Path(model_dir)
+    if not d.is_dir():
+        raise FeatureError(f"{d}: no such model folder")
+    cfg_path = d / "config.json"
+    cfg = _read_config(cfg_path) if cfg_path.is_file() else {}
+    arch = _architecture(cfg)
+    files = sorted(d.glob("*.safetensors"))
+    estimated: list[str] = []
+    if files:
+        params_by_dtype, bytes_by_dtype, expert_params, expert_tensors = _tensor_counts(files)
+        params = sum(params_by_dtype.values())
+        weight_bytes = sum(bytes_by_dtype.values())
+        if arch["moe"] and arch["experts"] and expert_tensors:
+            k = arch["active_experts"] or 1
+            # Each token runs k of the experts: only that share of the expert weights is
+            # touched by a forward pass.
+            active = params - expert_params + expert_params * k // arch["experts"]
+        elif arch["moe"]:
+            counted = _formula_params(arch)
+            active = int(params * counted[1] / counted[0]) if counted else None
+            estimated.append("active_params")
+        else:
+            active = params
+    else:
+        params_by_dtype, bytes_by_dtype = {}, {}
+        other = [f for pat in ("*.bin", "*.pt", "*.pth", "*.gguf") for f in sorted(d.glob(pat))]
+        counted = _formula_params(arch)
+        params, active = counted if counted else (None, None)
+        estimated += ["params", "active_params"]
+        if other:
+            weight_bytes = sum(f.stat().st_size for f in other)
+        else:
+            weight_bytes = params * _dtype_bytes(arch["dtype"]) if params else None
+            estimated.append("weight_bytes")
+    if not cfg and not files:
+        raise FeatureError(f"{d}: neither config.json nor *.safetensors: not a model folder")
+    return _finish(arch, model=model or d.name, source="model_dir", params=params,
+                   active_params=active, weight_bytes=weight_bytes, estimated=estimated,
+                   platform=platform, vllm_version=vllm_version, capture_sizes=capture_sizes,
+                   compile_cache_dir=compile_cache_dir, tokenizer_bytes=tokenizer_bytes_in(d),
+                   params_by_dtype=params_by_dtype, bytes_by_dtype=bytes_by_dtype)
+
+
+# ---------------------------------------------------------------------- the reference study
+def study_entry_features(name: str, entry: dict[str, Any], *, weight_bytes: int | None = None,
+                         dtype: str | None = "bfloat16", quantization: str | None = None,
+                         capture_sizes: int | None = None,
+                         vllm_version: str | None = "0.10.1.1") -> ModelFeatures:
+    """Features of one model of the reference study's ``models_config.json``.
+
+    The study records a nominal size in billions (``size``: Gemma-7B is listed as 7 but has
+    8.5 B parameters), the tokenizer size in MB and the compiled-graph size in KiB. When the
+    weight bytes are known (the boot log's "Model loading took X GiB" line, what the
+    safetensors headers would give), the parameter count is weight bytes / bytes per
+    parameter; otherwise the nominal size, marked estimated.
+    """
+    estimated: list[str] = []
+    per_param = _dtype_bytes(dtype)
+    nominal = int(round(float(entry["size"]) * 1e9)) if entry.get("size") is not None else None
+    if weight_bytes is not None and not quantization:
+        params = int(round(weight_bytes / per_param))
+    else:
+        params = nominal
+        estimated.append("params")
+    if weight_bytes is None and nominal is not None:
+        weight_bytes = nominal * per_param
+        estimated.append("weight_bytes")
+    moe = entry.get("moe") or {}
+    if moe:
+        # The study gives the active size only nominally (billions).
+        active = int(round(float(moe["active_size"]) * 1e9))
+        estimated.append("active_params")
+    else:
+        active = params
+    # The study gives no head_dim: hidden / heads is wrong for some (Gemma-7B has 256, not
+    # 192), so the KV-cache size per token is a guess.
+    estimated += ["head_dim", "kv_cache_bytes_per_token"]
+    heads = entry.get("num_attention_heads")
+    hidden = entry.get("hidden_size")
+    arch = {
+        "layers": entry.get("layers"), "hidden_size": hidden, "vocab_size": entry.get("vocab_size"),
+        "attention_heads": heads, "kv_heads": entry.get("num_key_value_heads") or heads,
+        "head_dim": hidden // heads if hidden and heads else None, "moe": bool(moe),
+        "experts": moe.get("n_experts"), "active_experts": moe.get("n_active_experts"),
+        "hybrid": False, "quantization": quantization, "dtype": dtype,
+    }
+    cgs = entry.get("compiled_graph_sizes")
+    feats = _finish(arch, model=name, source="study", params=params, active_params=active,
+                    weight_bytes=weight_bytes, estimated=estimated, platform="cuda",
+                    vllm_version=vllm_version, capture_sizes=capture_sizes,
+                    compile_cache_dir=None,
+                    tokenizer_bytes=int(round(float(entry["tokenizer_size"]) * 1e6))
+                    if entry.get("tokenizer_size") is not None else None)
+    feats.nominal_params = nominal
+    if cgs is not None:
+        # Measured by the study from its compile cache (KiB, per piece, see
+        # compiled_graph_bytes_from_cache).
+        feats.compiled_graph_bytes = int(round(float(cgs) * 1024))
+        feats.compiled_graph_method = "study"
+        feats.estimated = [e for e in feats.estimated if e != "compiled_graph_bytes"]
+    return feats
+
+
+def read_study_models_config(path: str | Path, **kwargs: Any) -> dict[str, ModelFeatures]:
+    """All models of the study's ``models_config.json`` as ``{name: ModelFeatures}``.
+
+    Keyword arguments go to ``study_entry_features`` (the same for every model); use
+    ``study_entry_features`` directly for per-model weight bytes.
+    """
+    p = Path(path)
+    cfg = _read_config(p)
+    out = {}
+    for name, entry in cfg.items():
+        if not isinstance(entry, dict) or "size" not in entry or "layers" not in entry:
+            raise FeatureError(f"{p}: entry {name!r} is not a models_config.json model entry")
+        out[name] = study_entry_features(name, entry, **kwargs)
+    return out
+
+
+# ------------------------------------------------------------------------ features as JSON
+def read_features_json(path: str | Path) -> dict[str, ModelFeatures]:
+    """``{name: ModelFeatures}`` from a JSON file of features.
+
+    Accepts one ``ModelFeatures`` object, a list of them, a ``{name: ModelFeatures}`` mapping,
+    or the study's ``models_config.json``.
+    """
+    p = Path(path)
+    data = _read_config(p) if p.suffix != ".jsonl" else None
+    if data is None:
+        raise FeatureError(f"{p}: not a features file")
+
+    def one(name: str | None, d: Any) -> ModelFeatures:
+        if not isinstance(d, dict):
+            raise FeatureError(f"{p}: entry {name!r} is not an object")
+        if "size" in d and "layers" in d and "model" not in d:
+            return study_entry_features(name or "?", d)
+        try:
+            return ModelFeatures.model_validate({"model": name, **d} if name else d)
+        except Exception as exc:
+            raise FeatureError(f"{p}: entry {name!r} is not ModelFeatures: "
+                               f"{str(exc).splitlines()[0]}") from exc
+
+    if "model" in data and isinstance(data.get("model"), str):
+        f = one(None, data)
+        return {f.model: f}
+    return {name: one(name, d) for name, d in data.items()}
+
+
+def load_features(target: str | Path, **kwargs: Any) -> ModelFeatures:
+    """Features of a model folder, an HF ``config.json`` or a features JSON file.
+
+    Keyword arguments go to ``from_model_dir`` / ``from_hf_config``.
+    """
+    p = Path(target)
+    if p.is_dir():
+        return from_model_dir(p, **kwargs)
+    if not p.is_file():
+        raise FeatureError(f"{p}: no such model folder or file")
+    cfg = _read_config(p)
+    if any(k in cfg for k in ("num_hidden_layers", "n_layer", "text_config", "architectures")):
+        return from_hf_config(p, **kwargs)
+    found = read_features_json(p)
+    if len(found) != 1:
+        raise FeatureError(f"{p}: holds {len(found)} models; give a file with one")
+    return next(iter(found.values()))

@@ -1,0 +1,345 @@
+"""The reference study's data as records the fit accepts.
+
+The study (Breaking the Ice, MLSys 2026; https://github.com/upb-cn/vllm-startup-profiler)
+published, per figure, ``comparison_results.json`` files: ``{"labels": [log file names],
+"data": {column: [seconds per label]}}``, one per iteration plus their average
+(``avg_comparison_results.json``), and ``models_config.json`` with per-model features. This
+module turns them into ``BootResult`` records and ``ModelFeatures``:
+
+    python -m analysis.study ../shared/reference/vllm-startup-profiler/figures/figure-rest \\
+        -o study.json --features-out study_features.json
+
+The study's columns map onto our six phases as follows (``STUDY_PHASE_COLUMNS``; the study's
+``profile_log.py`` and ``avg_results.py`` define the columns):
+
+- framework_bootstrap = detect_platform + llm_imports + get_model_info + worker_init
+- tokenizer_init = tokenizer_init
+- model_loading = model_loading (load_weights + model_init)
+- torch_compile = dynamo_transform_time + graph_compile_general_shape + graph_compile_cached
+  (the study's ``torch.compile`` column leaves a cache load out)
+- kv_cache_profiling = kv_cache_profiling ("Memory profiling takes" minus compile)
+- cuda_graph_capture = graph_capturing
+
+``wall_s`` is ``actual_total_time`` (first to last log line); what the phases leave of it is
+``residual_s`` (about 1 s: KV-cache allocation and process exit are in no column).
+
+Features: the weight bytes of each model come from its boot log's "Model loading took X GiB"
+line when the logs are beside the data (``iterations/1/output_model_*.txt``); that is the sum
+of the tensor bytes, what ``features.from_model_dir`` reads from safetensors headers for a
+model never booted. The parameter count is then weight bytes / 2 (the models are bf16 / fp16)
+rather than the study's nominal size. Only that line, the vLLM version, the dtype, the
+quantization and the capture-size list are read from a log; phase durations come from the
+JSON only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from analysis.features import FeatureError, ModelFeatures, study_entry_features
+from harness.schema import (
+    PHASE_NAMES,
+    SUBPHASE_NAMES,
+    BootResult,
+    SchemaError,
+    benchmark_entry,
+    new_document,
+    write_document,
+)
+
+__all__ = [
+    "STUDY_HOLDOUT",
+    "STUDY_PHASE_COLUMNS",
+    "STUDY_REPORTED",
+    "StudyData",
+    "is_study_file",
+    "read_study",
+    "study_document",
+    "study_model_name",
+]
+
+# Our phase (or phase.subphase) -> the study's columns summed into it.
+STUDY_PHASE_COLUMNS: dict[str, tuple[str, ...]] = {
+    "framework_bootstrap": ("detect_platform", "llm_imports", "get_model_info", "worker_init"),
+    "tokenizer_init": ("tokenizer_init",),
+    "model_loading": ("model_loading",),
+    "torch_compile": ("dynamo_transform_time", "graph_compile_general_shape",
+                      "graph_compile_cached"),
+    "kv_cache_profiling": ("kv_cache_profiling",),
+    "cuda_graph_capture": ("graph_capturing",),
+    "framework_bootstrap.imports": ("llm_imports",),
+    "framework_bootstrap.worker_start": ("worker_init",),
+    "model_loading.model_init": ("model_init",),
+    "model_loading.load_weights": ("load_weights",),
+    "torch_compile.dynamo_transform": ("dynamo_transform_time",),
+    "torch_compile.inductor_compile": ("graph_compile_general_shape",),
+    "torch_compile.compiled_graph_load": ("graph_compile_cached",),
+    "kv_cache_profiling.memory_profiling": ("kv_cache_profiling",),
+}
+
+# The five models the study held out of its predictor (predictor_info/test_data.json,
+# "validation"), spelled as in its data.
+STUDY_HOLDOUT: tuple[str, ...] = ("falcon-11b", "gemma-7b", "llama3-3b", "mistral-7b", "qwen-7b")
+
+
+class StudyFigure(NamedTuple):
+    phase: str  # a phase or phase.subphase of ours
+    study_name: str
+    pcc: float
+
+
+# What the paper reports for its per-phase predictor (vLLM v0.10.1.1, H100): the Pearson
+# correlation of each phase with its feature, and the error of the summed prediction on the
+# five held-out models.
+STUDY_REPORTED: dict[str, Any] = {
+    "pcc": (
+        StudyFigure("tokenizer_init", "tokenizer", 0.99),
+        StudyFigure("model_loading", "weight loading", 1.00),
+        StudyFigure("torch_compile.dynamo_transform", "Dynamo", 0.96),
+        StudyFigure("torch_compile.compiled_graph_load", "graph loading", 0.95),
+        StudyFigure("kv_cache_profiling", "KV profiling", 0.92),
+        StudyFigure("cuda_graph_capture", "graph capture", 1.00),
+    ),
+    "holdout_mse_s2": 2.42,
+    "holdout_max_error_s": 2.08,
+}
+
+_LABEL = re.compile(r"^output_model_(?P<name>[^_]+)(?:_.*)?\.txt$")
+
+
+def study_model_name(label: str) -> str:
+    """``output_model_gpt-oss-20b_cuda-graph-sizes_1_2.txt`` -> ``gpt-oss-20b``."""
+    m = _LABEL.match(Path(label).name)
+    return m.group("name") if m else Path(label).stem
+
+
+def is_study_file(data: Any) -> bool:
+    return (isinstance(data, dict) and isinstance(data.get("labels"), list)
+            and isinstance(data.get("data"), dict))
+
+
+class StudyData(NamedTuple):
+    results: list[BootResult]
+    rounds: dict[str, list[BootResult]]  # model -> one BootResult per iteration
+    features: dict[str, ModelFeatures]
+    source: Path
+
+
+# --------------------------------------------------------------------------- log facts
+class _LogFacts(NamedTuple):
+    weight_bytes: int | None
+    vllm_version: str | None
+    dtype: str | None
+    quantization: str | None
+    capture_sizes: int | None
+
+
+_GIB = 2**30
+_RE_WEIGHTS = re.compile(r"Model loading took ([0-9.]+) GiB")
+_RE_VERSION = re.compile(r"LLM engine \(v([0-9][^)\s]*)\)")
+_RE_DTYPE = re.compile(r"\bdtype=torch\.(\w+)")
+_RE_QUANT = re.compile(r"\bquantization=(\w+)")
+_RE_CAPTURE = re.compile(r'"cudagraph_capture_sizes":\[([0-9, ]*)\]')
+
+
+def _log_facts(log: Path) -> _LogFacts:
+    text = log.read_text(errors="replace")
+
+    def find(rx: re.Pattern[str]) -> str | None:
+        m = rx.search(text)
+        return m.group(1) if m else None
+
+    gib = find(_RE_WEIGHTS)
+    sizes = find(_RE_CAPTURE)
+    quant = find(_RE_QUANT)
+    return _LogFacts(
+        weight_bytes=int(round(float(gib) * _GIB)) if gib else None,
+        vllm_version=find(_RE_VERSION),
+        dtype=find(_RE_DTYPE),
+        quantization=quant if quant and quant != "None" else None,
+        capture_sizes=len([s for s in sizes.split(",") if s.strip()]) if sizes else None,
+    )
+
+
+def _find_logs(folder: Path) -> dict[str, Path]:
+    """Boot logs beside a comparison file: its own folder, else ``iterations/*/``."""
+    logs: dict[str, Path] = {}
+    candidates = sorted(folder.glob("output_model_*.txt"))
+    if not candidates:
+        candidates = sorted(folder.glob("iterations/*/output_model_*.txt"))
+    for f in candidates:
+        logs.setdefault(study_model_name(f.name), f)
+    return logs
+
+
+# ------------------------------------------------------------------------------ records
+def _column(data: dict[str, list[Any]], key: str, i: int) -> float | None:
+    values = data.get(key)
+    if values is None or i >= len(values) or values[i] is None:
+        return None
+    return float(values[i])
+
+
+def _sum_columns(data: dict[str, list[Any]], keys: tuple[str, ...], i: int) -> float | None:
+    vals = [_column(data, k, i) for k in keys]
+    present = [v for v in vals if v is not None]
+    return sum(present) if present else None
+
+
+def _records(path: Path, content: dict[str, Any], facts: dict[str, _LogFacts]) -> list[BootResult]:
+    data = content["data"]
+    out = []
+    for i, label in enumerate(content["labels"]):
+        name = study_model_name(label)
+        phases: dict[str, float | None] = {}
+        subphases: dict[str, float | None] = {}
+        for target, keys in STUDY_PHASE_COLUMNS.items():
+            value = _sum_columns(data, keys, i)
+            if value is not None:
+                value = max(value, 0.0)  # a rounding artefact must not fail validation
+            if target in PHASE_NAMES:
+                phases[target] = value
+            elif target in SUBPHASE_NAMES and value is not None:
+                subphases[target] = value
+        wall = _column(data, "actual_total_time", i)
+        phase_sum = sum(v for v in phases.values() if v is not None)
+        hit = _column(data, "graph_compile_cached", i) is not None
+        miss = _column(data, "graph_compile_general_shape", i) is not None
+        fact = facts.get(name)
+        out.append(BootResult(
+            state="measured", model=name, source="study", source_path=str(path),
+            vllm_version=(fact.vllm_version if fact else None) or "0.10.1.1",
+            platform="cuda", loader="safetensors",
+            compile_cache="cold" if miss else ("warm" if hit else None),
+            compile_cache_observed="miss" if miss else ("hit" if hit else "unknown"),
+            entrypoint="offline", phases=phases, subphases=subphases, wall_s=wall,
+            residual_s=None if wall is None else wall - phase_sum,
+            log_durations={k: float(v[i]) for k, v in data.items()
+                           if i < len(v) and v[i] is not None},
+            evidence={"study_label": label},
+        ))
+    return out
+
+
+def _load_comparison(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise SchemaError(f"{path}: no such file")
+    try:
+        content = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SchemaError(f"{path}: not JSON ({exc})") from exc
+    if not is_study_file(content):
+        raise SchemaError(f"{path}: not a study comparison_results.json (no labels / data)")
+    return content
+
+
+def _find_models_config(start: Path) -> Path | None:
+    for folder in [start, *start.parents]:
+        candidate = folder / "models_config.json"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_study(path: str | Path, *, models_config: str | Path | None = None) -> StudyData:
+    """Read one of the study's figures.
+
+    Parameters
+    ----------
+    path : a figure folder (holding ``avg_comparison_results.json``) or one
+        ``comparison_results.json`` / ``avg_comparison_results.json`` file. Iterations found
+        under ``iterations/*/comparison_results.json`` beside an average become its rounds.
+    models_config : the study's ``models_config.json`` (default: the first one found in the
+        file's folder or above it).
+
+    Raises
+    ------
+    SchemaError
+        The file is missing, not JSON, or not a study comparison file.
+    FeatureError
+        A model of the data has no entry in ``models_config.json``.
+    """
+    p = Path(path)
+    if p.is_dir():
+        p = p / "avg_comparison_results.json"
+    content = _load_comparison(p)
+    folder = p.parent
+    logs = _find_logs(folder)
+    facts = {name: _log_facts(log) for name, log in logs.items()}
+    results = _records(p, content, facts)
+
+    rounds: dict[str, list[BootResult]] = {}
+    for it in sorted(folder.glob("iterations/*/comparison_results.json")):
+        for r in _records(it, _load_comparison(it), facts):
+            rounds.setdefault(r.model, []).append(r)
+
+    cfg_path = Path(models_config) if models_config else _find_models_config(folder)
+    features: dict[str, ModelFeatures] = {}
+    if cfg_path is not None:
+        try:
+            cfg = json.loads(cfg_path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FeatureError(f"{cfg_path}: cannot read models_config.json ({exc})") from exc
+        for r in results:
+            entry = cfg.get(r.model)
+            if entry is None:
+                raise FeatureError(f"{cfg_path}: no entry for study model {r.model!r}")
+            fact = facts.get(r.model)
+            features[r.model] = study_entry_features(
+                r.model, entry,
+                weight_bytes=fact.weight_bytes if fact else None,
+                dtype=(fact.dtype if fact and fact.dtype else "bfloat16"),
+                quantization=fact.quantization if fact else None,
+                capture_sizes=fact.capture_sizes if fact else None,
+                vllm_version=r.vllm_version)
+    return StudyData(results=results, rounds=rounds, features=features, source=p)
+
+
+def study_document(study: StudyData) -> dict[str, Any]:
+    """A result document (pytest-benchmark shape) of the study's boots.
+
+    ``extra_info`` holds the study's average over its iterations (not a median round: that is
+    what it published); ``extra_info.rounds`` the iterations when they were found.
+    """
+    entries = []
+    for r in study.results:
+        params = {"model": r.model, "loader": r.loader, "compile_cache": r.compile_cache,
+                  "entrypoint": r.entrypoint}
+        entries.append(benchmark_entry(r, name=f"study[{r.model}]", params=params,
+                                       rounds=study.rounds.get(r.model) or [r]))
+    machine = {"node": "study-n1", "cpu": {"brand_raw": "AMD EPYC 9354 32-Core Processor",
+                                           "count": 32},
+               "system": "Linux", "machine": "x86_64", "gpu": "H100 NVL",
+               "source": str(study.source)}
+    return new_document(entries, machine_info=machine)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m analysis.study",
+        description="Turn the reference study's comparison_results.json into a result document.")
+    parser.add_argument("source", help="figure folder or (avg_)comparison_results.json")
+    parser.add_argument("-o", "--output", required=True, help="result document to write")
+    parser.add_argument("--models-config", help="the study's models_config.json")
+    parser.add_argument("--features-out", help="also write {model: features} JSON here")
+    args = parser.parse_args(argv)
+    try:
+        study = read_study(args.source, models_config=args.models_config)
+    except (SchemaError, FeatureError) as exc:
+        print(f"analysis.study: error: {exc}", file=sys.stderr)
+        return 2
+    write_document(study_document(study), args.output)
+    if args.features_out:
+        Path(args.features_out).write_text(json.dumps(
+            {k: v.model_dump(mode="json") for k, v in study.features.items()}, indent=2) + "\n")
+    print(f"{len(study.results)} models -> {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
