@@ -298,7 +298,8 @@ def _marked_before(scan: LogScan, key: str, end: float) -> bool:
 
 def _framework_bootstrap(scan: LogScan, notes: dict[str, str]) -> float | None:
     end = scan.first("model_loading_start")
-    if end is None:
+    if end is None or end < 0:
+        # A start before the log's first line: the lines are out of order, no span to read.
         return None
     resolution = scan.facts.get("timestamp_resolution_s", 1.0)
     tokenizer = scan.durations.get("tokenizer_init_s")
@@ -330,13 +331,23 @@ def _torch_compile(scan: LogScan, notes: dict[str, str]) -> float | None:
                                   "Dynamo + Inductor + 'Directly load the compiled graph(s)'")
         return max(d["compile_time_s"], parts)
     start, done = scan.first("warmup_start"), scan.first("warmup_done")
-    if start is not None and done is not None and "profiling_run_s" in d:
+    if start is not None and done is not None and done >= start and "profiling_run_s" in d:
         resolution = scan.facts.get("timestamp_resolution_s", 1.0)
         notes["torch_compile"] = (
             f"log timestamps (resolution {resolution:g} s): 'Warming up model for the "
             "compilation' -> 'Warming up done.', less vLLM's 'Initial profiling/warmup run took'")
         return max(0.0, done - start - d["profiling_run_s"])
     return None
+
+
+def _not_below_zero(difference: float, scan: LogScan) -> float | None:
+    """A difference of logged durations; below zero by more than rounding, the log disagrees
+    with itself and the value is not read."""
+    # vLLM prints graph capture in whole seconds and most durations to 0.01 s.
+    slack = 1.0 if scan.durations.get("graph_capture_s", 0.0).is_integer() else 0.02
+    if difference < -slack:
+        return None
+    return max(0.0, difference)
 
 
 def _compose(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | None],
@@ -393,13 +404,15 @@ def _compose(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | 
     if init is not None and compile_part is not None and capture_part is not None:
         # torch.compile runs inside the profiling forward and graph capture inside the
         # warm-up: both are inside vLLM's "init engine" window, counted once in their phase.
-        kv = max(0.0, init - compile_part - capture_part)
+        kv = _not_below_zero(init - compile_part - capture_part, scan)
         how["kv_cache_profiling"] = ("vLLM's 'init engine (profile, create kv cache, warmup "
                                      "model) took' less torch_compile and cuda_graph_capture")
         if "memory_profiling_s" in d:
-            profiling = max(0.0, d["memory_profiling_s"] - compile_part)
+            profiling = _not_below_zero(d["memory_profiling_s"] - compile_part, scan)
             subphases["kv_cache_profiling.memory_profiling"] = profiling
-            subphases["kv_cache_profiling.kv_cache_allocation"] = max(0.0, kv - profiling)
+            if kv is not None and profiling is not None:
+                subphases["kv_cache_profiling.kv_cache_allocation"] = _not_below_zero(
+                    kv - profiling, scan)
             how["kv_cache_profiling.kv_cache_allocation"] = (
                 "the rest of kv_cache_profiling after memory profiling: KV-cache allocation "
                 "and the warm-up outside graph capture")
@@ -468,6 +481,11 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
     else:
         text = path_or_text
     lines = text.splitlines()
+    partial = None
+    if text and not text.endswith(("\n", "\r")):
+        # vLLM ends every record with a newline: a last line without one was cut mid-write
+        # (the process was killed), and a number on it may be cut short too.
+        partial = lines.pop()
     scan = scan_lines(lines)
     facts = scan.facts
     phases, subphases, notes, how = _compose(scan)
@@ -497,6 +515,8 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
         "unread": scan.unread,
         "truncated": scan.truncated,
     }
+    if partial is not None:
+        evidence["partial_last_line"] = partial
     return schema.BootResult(
         state=state, model=name, model_path=model_path, source="log", source_path=source_path,
         vllm_version=version, platform=platform, phases=phases, phase_notes=notes,

