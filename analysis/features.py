@@ -568,10 +568,17 @@ def study_entry_features(name: str, entry: dict[str, Any], *, weight_bytes: int 
     weight bytes are known (the boot log's "Model loading took X GiB" line, what the
     safetensors headers would give), the parameter count is weight bytes / bytes per
     parameter; otherwise the nominal size, marked estimated.
+
+    A checkpoint with fewer than 1.5 bytes per nominal parameter cannot be 16-bit (a nominal
+    size is off by tens of percent, not by a factor of two): it is taken as quantized and keeps
+    its nominal size (gpt-oss-20b: 13.7 GiB for 21 B parameters, MXFP4 experts).
     """
     estimated: list[str] = []
     per_param = _dtype_bytes(dtype)
     nominal = int(round(float(entry["size"]) * 1e9)) if entry.get("size") is not None else None
+    if (quantization is None and weight_bytes is not None and nominal
+            and weight_bytes / nominal < 1.5):
+        quantization = "sub-16-bit"
     if weight_bytes is not None and not quantization:
         params = int(round(weight_bytes / per_param))
     else:

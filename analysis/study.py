@@ -9,8 +9,8 @@ module turns them into ``BootResult`` records and ``ModelFeatures``:
     python -m analysis.study ../shared/reference/vllm-startup-profiler/figures/figure-rest \\
         -o study.json --features-out study_features.json
 
-The study's columns map onto our six phases as follows (``STUDY_PHASE_COLUMNS``; the study's
-``profile_log.py`` and ``avg_results.py`` define the columns):
+The study's columns map onto our six phases through the log reader's mapping
+(``harness.study.STUDY_PHASE_MAP``; ``STUDY_PHASE_COLUMNS`` here is derived from it):
 
 - framework_bootstrap = detect_platform + llm_imports + get_model_info + worker_init
 - tokenizer_init = tokenizer_init
@@ -24,12 +24,12 @@ The study's columns map onto our six phases as follows (``STUDY_PHASE_COLUMNS``;
 ``residual_s`` (about 1 s: KV-cache allocation and process exit are in no column).
 
 Features: the weight bytes of each model come from its boot log's "Model loading took X GiB"
-line when the logs are beside the data (``iterations/1/output_model_*.txt``); that is the sum
-of the tensor bytes, what ``features.from_model_dir`` reads from safetensors headers for a
-model never booted. The parameter count is then weight bytes / 2 (the models are bf16 / fp16)
-rather than the study's nominal size. Only that line, the vLLM version, the dtype, the
-quantization and the capture-size list are read from a log; phase durations come from the
-JSON only.
+line when the logs are beside the data (``iterations/1/output_model_*.txt``, read with
+``harness.logs.read_log``); that is the sum of the tensor bytes, what
+``features.from_model_dir`` reads from safetensors headers for a model never booted. The
+parameter count is then weight bytes / 2 (16-bit checkpoints) rather than the study's nominal
+size (see ``features.study_entry_features``). Only that line, the vLLM version and the
+capture-size list are taken from a log; phase durations come from the JSON only.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from analysis.features import FeatureError, ModelFeatures, study_entry_features
+from harness.logs import read_log
 from harness.schema import (
     PHASE_NAMES,
     SUBPHASE_NAMES,
@@ -51,6 +52,7 @@ from harness.schema import (
     new_document,
     write_document,
 )
+from harness.study import STUDY_PHASE_MAP
 
 __all__ = [
     "STUDY_HOLDOUT",
@@ -63,24 +65,47 @@ __all__ = [
     "study_model_name",
 ]
 
-# Our phase (or phase.subphase) -> the study's columns summed into it.
-STUDY_PHASE_COLUMNS: dict[str, tuple[str, ...]] = {
-    "framework_bootstrap": ("detect_platform", "llm_imports", "get_model_info", "worker_init"),
-    "tokenizer_init": ("tokenizer_init",),
-    "model_loading": ("model_loading",),
-    "torch_compile": ("dynamo_transform_time", "graph_compile_general_shape",
-                      "graph_compile_cached"),
-    "kv_cache_profiling": ("kv_cache_profiling",),
-    "cuda_graph_capture": ("graph_capturing",),
-    "framework_bootstrap.imports": ("llm_imports",),
-    "framework_bootstrap.worker_start": ("worker_init",),
-    "model_loading.model_init": ("model_init",),
-    "model_loading.load_weights": ("load_weights",),
-    "torch_compile.dynamo_transform": ("dynamo_transform_time",),
-    "torch_compile.inductor_compile": ("graph_compile_general_shape",),
-    "torch_compile.compiled_graph_load": ("graph_compile_cached",),
-    "kv_cache_profiling.memory_profiling": ("kv_cache_profiling",),
-}
+def _derive_phase_columns() -> dict[str, tuple[str, ...]]:
+    """Our phase (or phase.subphase) -> the study's columns summed into it.
+
+    Derived from ``harness.study.STUDY_PHASE_MAP`` (the log reader's mapping, the one source):
+    a column whose ``ours`` is exactly a phase or subphase name (optionally followed by a
+    parenthesised explanation) is that phase; ``part of X (...)`` adds the column to phase X;
+    a phase without a column of its own is the sum of its subphases' columns. Columns that are
+    differences or sums of ours (``torch.compile``, ``init_engine``, ``total_time``) are not
+    used.
+    """
+    exact: dict[str, list[str]] = {}
+    parts: dict[str, list[str]] = {}
+    for column in STUDY_PHASE_MAP:
+        ours = column.ours.strip()
+        words = ours.split()
+        if words[:2] == ["part", "of"] and len(words) > 2 and words[2] in PHASE_NAMES:
+            parts.setdefault(words[2], []).append(column.name)
+            continue
+        head = words[0]
+        if (head in PHASE_NAMES or head in SUBPHASE_NAMES) and (
+                len(words) == 1 or words[1].startswith("(")):
+            exact.setdefault(head, []).append(column.name)
+    out: dict[str, tuple[str, ...]] = {}
+    for phase in PHASE_NAMES:
+        if phase in exact:
+            out[phase] = tuple(exact[phase])
+        elif phase in parts:
+            out[phase] = tuple(parts[phase])
+        else:
+            subs = [c for s in SUBPHASE_NAMES if s.startswith(phase + ".") for c in exact.get(s, [])]
+            if subs:
+                out[phase] = tuple(subs)
+    for sub in SUBPHASE_NAMES:
+        if sub in exact:
+            out[sub] = tuple(exact[sub])
+    return out
+
+
+STUDY_PHASE_COLUMNS: dict[str, tuple[str, ...]] = _derive_phase_columns()
+# First to last log line: the boot's wall time as the study measured it.
+STUDY_WALL_COLUMN = "actual_total_time"
 
 # The five models the study held out of its predictor (predictor_info/test_data.json,
 # "validation"), spelled as in its data.
@@ -134,35 +159,21 @@ class StudyData(NamedTuple):
 class _LogFacts(NamedTuple):
     weight_bytes: int | None
     vllm_version: str | None
-    dtype: str | None
-    quantization: str | None
     capture_sizes: int | None
 
 
 _GIB = 2**30
-_RE_WEIGHTS = re.compile(r"Model loading took ([0-9.]+) GiB")
-_RE_VERSION = re.compile(r"LLM engine \(v([0-9][^)\s]*)\)")
-_RE_DTYPE = re.compile(r"\bdtype=torch\.(\w+)")
-_RE_QUANT = re.compile(r"\bquantization=(\w+)")
-_RE_CAPTURE = re.compile(r'"cudagraph_capture_sizes":\[([0-9, ]*)\]')
 
 
 def _log_facts(log: Path) -> _LogFacts:
-    text = log.read_text(errors="replace")
-
-    def find(rx: re.Pattern[str]) -> str | None:
-        m = rx.search(text)
-        return m.group(1) if m else None
-
-    gib = find(_RE_WEIGHTS)
-    sizes = find(_RE_CAPTURE)
-    quant = find(_RE_QUANT)
+    """What a boot log says about the model, read by ``harness.logs.read_log``."""
+    facts = read_log(log).evidence.get("facts", {})
+    gib = facts.get("weights_gib")
+    sizes = facts.get("cuda_graph_sizes")
     return _LogFacts(
-        weight_bytes=int(round(float(gib) * _GIB)) if gib else None,
-        vllm_version=find(_RE_VERSION),
-        dtype=find(_RE_DTYPE),
-        quantization=quant if quant and quant != "None" else None,
-        capture_sizes=len([s for s in sizes.split(",") if s.strip()]) if sizes else None,
+        weight_bytes=int(round(float(gib) * _GIB)) if gib is not None else None,
+        vllm_version=facts.get("vllm_version"),
+        capture_sizes=len(sizes) if isinstance(sizes, list) else None,
     )
 
 
@@ -206,7 +217,7 @@ def _records(path: Path, content: dict[str, Any], facts: dict[str, _LogFacts]) -
                 phases[target] = value
             elif target in SUBPHASE_NAMES and value is not None:
                 subphases[target] = value
-        wall = _column(data, "actual_total_time", i)
+        wall = _column(data, STUDY_WALL_COLUMN, i)
         phase_sum = sum(v for v in phases.values() if v is not None)
         hit = _column(data, "graph_compile_cached", i) is not None
         miss = _column(data, "graph_compile_general_shape", i) is not None
@@ -293,8 +304,6 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None) -> 
             features[r.model] = study_entry_features(
                 r.model, entry,
                 weight_bytes=fact.weight_bytes if fact else None,
-                dtype=(fact.dtype if fact and fact.dtype else "bfloat16"),
-                quantization=fact.quantization if fact else None,
                 capture_sizes=fact.capture_sizes if fact else None,
                 vllm_version=r.vllm_version)
     return StudyData(results=results, rounds=rounds, features=features, source=p)
