@@ -1,0 +1,89 @@
+"""Turn vLLM start-up logs into a result document: ``python -m analysis.ingest LOG... -o out.json``.
+
+One record per log, read by ``harness.logs.read_log`` and written with the suite's result
+document functions, so ``harness.schema.read_results(out.json)`` reads it back like a
+benchmark run. A log whose boot finished is a ``benchmarks`` entry; a log that stops before
+start-up finished is kept, as a failed boot, under ``coldstart.unrecorded``.
+
+The model is the one the log names (the last part of a local path, or the hub id), else the
+reference study's file name ``output_model_<name>...txt``, else the file's stem.
+
+Exit status: 0 on success, 2 when a log is missing or unreadable (one line on stderr, nothing
+written). A progress line per log goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from harness.logs import read_log
+from harness.schema import BootResult, benchmark_entry, cell_id, new_document, write_document
+
+EXIT_BAD_INPUT = 2
+
+
+def _unreadable(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a log, or ``None``."""
+    if not path.exists():
+        return "no such file"
+    if not path.is_file():
+        return "not a file"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
+
+
+def _params(result: BootResult, path: Path) -> dict[str, str]:
+    # The path keeps two logs of one model (iterations 1..5 of the study) apart.
+    return {"model": result.model, "source": "log", "log": str(path)}
+
+
+def ingest(paths: list[Path]) -> dict:
+    """Read every log into one result document (``harness.schema.new_document``)."""
+    entries = []
+    unrecorded = []
+    for i, path in enumerate(paths, 1):
+        result = read_log(path)
+        read = sum(v is not None for v in result.phases.values())
+        print(f"ingest [{i}/{len(paths)}] {path}: {result.model}, {result.state}, "
+              f"vLLM {result.vllm_version or '?'} on {result.platform or '?'}, "
+              f"{read}/{len(result.phases)} phases in the log", file=sys.stderr)
+        if result.state == "measured":
+            params = _params(result, path)
+            entries.append(benchmark_entry(result, name=f"log[{cell_id(params)}]", params=params))
+        else:
+            unrecorded.append(result)
+    return new_document(entries, unrecorded=unrecorded,
+                        machine_info={"source": "analysis.ingest"})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m analysis.ingest",
+        description="Read vLLM start-up logs into a vllm-coldstart result document.")
+    parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="vLLM start-up log")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="result JSON to write")
+    args = parser.parse_args(argv)
+
+    # Check every input before reading any, so a typo costs nothing and writes nothing.
+    for path in args.logs:
+        why = _unreadable(path)
+        if why is not None:
+            print(f"ingest: error: {path}: {why}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    try:
+        document = ingest(args.logs)
+    except OSError as exc:
+        print(f"ingest: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    write_document(document, args.output)
+    print(f"ingest: wrote {len(document['benchmarks'])} boots "
+          f"(+{len(document['coldstart']['unrecorded'])} failed) to {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,72 @@
+"""``python -m analysis.ingest``: logs in, a result document out that read_results reads back."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.ingest import EXIT_BAD_INPUT, main
+from harness import schema
+from harness.logs import read_log
+from tests.conftest import CPU_032_LOG, GPU_0101_LOG, REPO_ROOT
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> list[Path]:
+    gpu = tmp_path / "output_model_qwen-0.5b.txt"
+    gpu.write_text(GPU_0101_LOG)
+    cpu = tmp_path / "cpu-boot.log"
+    cpu.write_text(CPU_032_LOG)
+    # No engine-config line, so no model in the log: the study's file name names it; and the
+    # boot died before "init engine ... took".
+    died = tmp_path / "output_model_yi-9b_cuda-graph-sizes_1_2.txt"
+    died.write_text("\n".join(line for line in GPU_0101_LOG.splitlines()
+                              if "model" not in line.lower())[:900])
+    return [gpu, cpu, died]
+
+
+def test_round_trip_through_read_results(logs: list[Path], tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out.json"
+    assert main([*map(str, logs), "-o", str(out)]) == 0
+
+    results = schema.read_results(out)
+    assert [r.model for r in results] == ["qwen-0.5b", "tiny-qwen2", "yi-9b"]
+    assert [r.state for r in results] == ["measured", "measured", "failed"]
+    for result, log in zip(results, logs):
+        assert result.source == "log" and result.source_path == str(log)
+        assert result == read_log(log)
+
+    err = capsys.readouterr().err.splitlines()
+    assert sum(line.startswith("ingest [") for line in err) == len(logs)
+
+
+def test_failed_boot_is_kept_unrecorded(logs: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    assert main([str(logs[2]), "-o", str(out)]) == 0
+    (result,) = schema.read_results(out)
+    assert result.state == "failed" and result.error
+
+
+@pytest.mark.parametrize("bad", ["missing.txt", "."], ids=["missing", "directory"])
+def test_bad_input_exits_2_and_writes_nothing(logs: list[Path], tmp_path: Path, capsys,
+                                              bad: str) -> None:
+    out = tmp_path / "out.json"
+    bad_path = tmp_path / bad
+    assert main([str(logs[0]), str(bad_path), "-o", str(out)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad_path) in err[0] and err[0].startswith("ingest: error:")
+    assert not out.exists()
+
+
+def test_module_entry_point(logs: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    run = subprocess.run([sys.executable, "-m", "analysis.ingest", str(logs[0]), "-o", str(out)],
+                         cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert schema.read_results(out)[0].model == "qwen-0.5b"
+    missing = subprocess.run([sys.executable, "-m", "analysis.ingest", "nope.log", "-o", str(out)],
+                             cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "nope.log" in missing.stderr
