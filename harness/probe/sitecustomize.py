@@ -141,6 +141,18 @@ def _install(recorder, targets):
                 emit("probe.error", "mark", f"{module.__name__}:{spec['attr']}", error=repr(exc))
         if module.__name__ == "vllm.logger":
             attach_log_handler()
+            # vLLM re-runs dictConfig when the engine starts (configure_logging), which drops
+            # every handler of the 'vllm' logger: re-attach after each configuration.
+            configure = getattr(module, "_configure_vllm_root_logger", None)
+            if configure is not None:
+                @functools.wraps(configure)
+                def reconfigure(*args, **kwargs):
+                    try:
+                        return configure(*args, **kwargs)
+                    finally:
+                        attach_log_handler()
+
+                module._configure_vllm_root_logger = reconfigure
 
     class _LogCapture(logging.Handler):
         def emit(self, record):

@@ -1,0 +1,77 @@
+"""The result schema: one BootResult shape, one document shape, clear errors for bad files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from harness.schema import (
+    PHASE_NAMES,
+    BootResult,
+    SchemaError,
+    benchmark_entry,
+    cell_id,
+    new_document,
+    read_results,
+    write_document,
+)
+
+
+def _result(**kw):
+    base = dict(state="measured", model="m", phases={"framework_bootstrap": 1.0,
+                                                     "tokenizer_init": 0.5}, wall_s=2.0)
+    base.update(kw)
+    return BootResult(**base)
+
+
+def test_every_phase_is_present_in_boot_order_and_each_null_has_a_reason():
+    r = _result()
+    assert tuple(r.phases) == PHASE_NAMES
+    assert {name for name, v in r.phases.items() if v is None} == set(r.phase_notes)
+    assert r.phase_sum_s() == 1.5
+
+
+@pytest.mark.parametrize("phases", [{"weights": 1.0}, {"model_loading": -0.1},
+                                    {"model_loading": float("nan")}])
+def test_unknown_or_impossible_phase_values_are_rejected(phases):
+    with pytest.raises(ValidationError):
+        _result(phases=phases)
+
+
+def test_a_failed_result_says_why_phases_are_missing():
+    r = _result(state="failed", error="boom")
+    assert r.phase_notes["model_loading"] == "failed before this phase"
+
+
+def test_document_round_trip_keeps_measured_and_failed_cells(tmp_path):
+    ok = _result(loader="safetensors")
+    failed = _result(state="failed", error="EngineCore died", model="m2")
+    params = {"model": "m", "loader": "safetensors"}
+    assert cell_id(params) == "model=m-loader=safetensors"
+    doc = new_document([benchmark_entry(ok, name="test_boot[x]", params=params,
+                                        rounds=[ok, ok])], unrecorded=[failed])
+    path = tmp_path / "out.json"
+    write_document(doc, path)
+    back = read_results(path)
+    assert [r.state for r in back] == ["measured", "failed"]
+    assert back[1].error == "EngineCore died"
+    assert len(read_results(path, all_rounds=True)) == 3
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"),
+    ("{not json", "not JSON"),
+    (json.dumps({"benchmarks": [{"name": "t", "extra_info": {}}]}), "no extra_info.phases"),
+    (json.dumps({"hello": 1}), "not a vllm-coldstart result"),
+    (json.dumps({"benchmarks": [], "coldstart": {"schema_version": 999}}), "newer than"),
+])
+def test_bad_files_give_one_line_errors(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(SchemaError) as info:
+        read_results(path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
