@@ -74,7 +74,8 @@ _LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNOREC
 _STUDY_FILENAME = re.compile(r"^output_model_(?P<name>[^_]+)")
 # Timestamps carry no year; a leap year keeps "02-29" parseable.
 _NO_YEAR = 2000
-_HALF_YEAR_S = 183 * 86400
+_YEAR_S = 366 * 86400.0  # the length of the stand-in year 2000
+_HALF_YEAR_S = _YEAR_S / 2
 
 # The instant each phase's evidence ends at, in boot order: a failed boot completed the
 # phases before the last one it reached.
@@ -138,6 +139,7 @@ class _Line:
     level: str | None
     process: str | None
     pid: int | None
+    subsecond: bool = False
 
 
 def _parse_timestamp(text: str) -> datetime | None:
@@ -160,6 +162,7 @@ def _split(raw: str) -> _Line:
     return _Line(
         header["msg"].strip(), clean, _parse_timestamp(header["ts"]), header["level"],
         proc["name"] if proc else None, int(proc["pid"]) if proc else None,
+        subsecond=any(c in header["ts"][-7:] for c in ".,"),
     )
 
 
@@ -241,8 +244,8 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
             t_s = (line.t - origin).total_seconds() + year_offset
             # A log running over New Year restarts the month-day clock.
             if previous is not None and t_s < previous - _HALF_YEAR_S:
-                year_offset += (datetime(_NO_YEAR + 1, 1, 1) - datetime(_NO_YEAR, 1, 1)).total_seconds()
-                t_s += year_offset
+                year_offset += _YEAR_S
+                t_s += _YEAR_S
             previous = t_s
         if line.level in ("ERROR", "CRITICAL"):
             errors.append(line.text)
@@ -279,7 +282,7 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
 
     if stamps:
         scan.facts["timestamp_resolution_s"] = (
-            0.001 if any(s.microsecond for s in stamps) else 1.0)
+            0.001 if any(line.subsecond for line in parsed) else 1.0)
         scan.facts["log_span_s"] = round(previous or 0.0, 6)
     scan.facts["compile_cache"] = _compile_cache(scan.facts)
     if errors:

@@ -51,6 +51,7 @@ def _check(result: schema.BootResult) -> None:
             assert result.phase_notes.get(name), name  # every gap says why
         else:
             assert math.isfinite(value) and value >= 0, (name, value)
+    assert set(result.subphases) <= set(schema.SUBPHASE_NAMES)
     for value in result.subphases.values():
         assert value is None or (math.isfinite(value) and value >= 0)
 

@@ -270,3 +270,13 @@ def test_installed_vllm_lines_are_read(installed_vllm, relpath: str, phrase: str
         scan = scan_lines([line], version=version)
         assert key in scan.durations or key in scan.marks or key in scan.facts, line
         assert scan.unread == [], line
+
+
+def test_timestamps_across_new_year() -> None:
+    # vLLM's timestamps have no year: a boot running over midnight of 31 December goes on.
+    scan = scan_lines([
+        "INFO 12-31 23:59:58 [a.py:1] Starting to load model /m/x...",
+        "INFO 01-01 00:00:03 [a.py:1] Loading weights took 4.90 seconds",
+    ])
+    assert scan.marks["load_weights_s"] == [5.0]
+    assert scan.facts["timestamp_resolution_s"] == 1.0
