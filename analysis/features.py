@@ -668,12 +668,19 @@ def read_features_json(path: str | Path) -> dict[str, ModelFeatures]:
     return {name: one(name, d) for name, d in data.items()}
 
 
-def load_features(target: str | Path, **kwargs: Any) -> ModelFeatures:
+def load_features(target: str | Path, *, platform: str | None = None,
+                  vllm_version: str | None = None, capture_sizes: int | None = None,
+                  compile_cache_dir: str | Path | None = None,
+                  model: str | None = None) -> ModelFeatures:
     """Features of a model folder, an HF ``config.json`` or a features JSON file.
 
-    Keyword arguments go to ``from_model_dir`` / ``from_hf_config``.
+    The keyword arguments are those of ``from_model_dir``; for a features file they override
+    what the file says (the capture sizes, the compiled-graph size from a cache folder).
     """
     p = Path(target)
+    kwargs = {"platform": platform, "vllm_version": vllm_version,
+              "capture_sizes": capture_sizes, "compile_cache_dir": compile_cache_dir,
+              "model": model}
     if p.is_dir():
         return from_model_dir(p, **kwargs)
     if not p.is_file():
@@ -684,4 +691,15 @@ def load_features(target: str | Path, **kwargs: Any) -> ModelFeatures:
     found = read_features_json(p)
     if len(found) != 1:
         raise FeatureError(f"{p}: holds {len(found)} models; give a file with one")
-    return next(iter(found.values()))
+    feats = next(iter(found.values()))
+    if model:
+        feats.model = model
+    if capture_sizes is not None:
+        feats.capture_sizes = capture_sizes
+    elif feats.capture_sizes is None:
+        feats.capture_sizes = default_capture_sizes(platform or "cuda", vllm_version)
+    if compile_cache_dir is not None:
+        feats.compiled_graph_bytes, feats.compiled_graph_method = \
+            compiled_graph_bytes_from_cache(compile_cache_dir)
+        feats.estimated = [e for e in feats.estimated if e != "compiled_graph_bytes"]
+    return feats

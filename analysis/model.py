@@ -80,7 +80,8 @@ class PhaseModel(BaseModel):
         if self.feature is None:
             return np.array([1.0])
         if x is None:
-            raise FitError(f"{self.phase}: needs feature {self.feature!r}, which is unknown")
+            raise FitError(f"{self.phase}: needs feature {self.feature!r}, which is unknown for "
+                           f"this model (give it with --set {self.feature.split('_x_')[0]}=VALUE)")
         return np.array([1.0, float(x) / self.feature_scale])
 
     def predict(self, x: float | None = None, alpha: float = 0.05) -> Prediction:

@@ -1,0 +1,184 @@
+"""Predict each start-up phase of a model never booted, with prediction intervals.
+
+    python -m analysis.predict --fit predictor.json MODEL_DIR_OR_CONFIG_JSON
+        [--loader safetensors] [--compile-cache warm] [--platform cuda] [--vllm-version V]
+        [--capture-sizes N] [--compile-cache-dir DIR] [--json FILE]
+
+The model is a folder (features from ``config.json``, safetensors headers and tokenizer files;
+no weight is read), an HF ``config.json`` (parameters from the architecture, marked
+estimated) or a JSON file of ``ModelFeatures``. The predictor file (``analysis.fit``) holds
+one set of phase models per configuration; the options choose one when it holds several.
+
+Each phase's interval is the OLS prediction interval of a new observation; the total's adds
+the phases' variances (phases taken as independent) with Welch-Satterthwaite degrees of
+freedom (see ``analysis.model``). Only numpy and scipy are needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from analysis._cli import InputError, run_cli
+from analysis.dataset import CONFIG_FIELDS, config_label
+from analysis.features import ModelFeatures, feature_value, load_features
+from analysis.model import PhaseModel, Prediction, combine_predictions
+from harness.schema import SchemaError
+
+__all__ = ["load_predictor", "predict_features", "choose_group", "main"]
+
+SUPPORTED_PREDICTOR_VERSION = 1
+
+
+def load_predictor(path: str | Path) -> dict[str, Any]:
+    """Read and check a predictor file written by ``analysis.fit``."""
+    p = Path(path)
+    if not p.is_file():
+        raise SchemaError(f"{p}: no such file")
+    try:
+        doc = json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SchemaError(f"{p}: not JSON ({exc})") from exc
+    if not isinstance(doc, dict) or "predictor_schema_version" not in doc:
+        raise SchemaError(f"{p}: no predictor_schema_version: not a predictor file of analysis.fit")
+    version = doc["predictor_schema_version"]
+    if not isinstance(version, int) or version > SUPPORTED_PREDICTOR_VERSION:
+        raise SchemaError(f"{p}: predictor schema version {version} is newer than this reader "
+                          f"({SUPPORTED_PREDICTOR_VERSION})")
+    if not doc.get("groups"):
+        raise SchemaError(f"{p}: holds no fitted configuration")
+    return doc
+
+
+def choose_group(doc: dict[str, Any], wanted: dict[str, str | None]) -> dict[str, Any]:
+    """The configuration matching every given field; refuses an ambiguous choice."""
+    given = {k: v for k, v in wanted.items() if v is not None}
+    matches = [g for g in doc["groups"]
+               if all(str(g["key"].get(k)) == str(v) for k, v in given.items())]
+    if len(matches) == 1:
+        return matches[0]
+    options = "; ".join(config_label(g["key"]) for g in doc["groups"])
+    if not matches:
+        raise InputError(f"no fitted configuration matches {config_label(given)}; "
+                         f"the predictor has: {options}")
+    raise InputError(f"{len(matches)} fitted configurations match; choose with --loader / "
+                     f"--compile-cache / ...: {options}")
+
+
+def predict_features(group: dict[str, Any], features: ModelFeatures,
+                     alpha: float = 0.05) -> tuple[dict[str, Prediction], Prediction]:
+    """Per-phase and total predictions of one configuration for one model."""
+    parts = {}
+    for name, raw in group["phases"].items():
+        model = PhaseModel.model_validate(raw)
+        x = None if model.feature is None else feature_value(features, model.feature)
+        parts[name] = model.predict(x, alpha)
+    return parts, combine_predictions(list(parts.values()), alpha)
+
+
+def _apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures:
+    data = features.model_dump()
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in ModelFeatures.model_fields or name in ("model", "estimated"):
+            raise InputError(f"--set {item!r}: expected FEATURE=VALUE with a feature of "
+                             "analysis.features.ModelFeatures")
+        try:
+            data[name] = float(value) if "." in value or "e" in value.lower() else int(value)
+        except ValueError as exc:
+            raise InputError(f"--set {item!r}: {value!r} is not a number") from exc
+        if isinstance(data[name], float) and data[name].is_integer():
+            data[name] = int(data[name])
+        data["estimated"] = [e for e in data["estimated"] if e != name]
+    return ModelFeatures.model_validate(data)
+
+
+def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Prediction],
+             total: Prediction, level: float) -> dict[str, Any]:
+    return {
+        "model": features.model,
+        "config": group["key"],
+        "interval_level": level,
+        "total_measured_as": group.get("measured_total"),
+        "phases": {p: {"predicted_s": v.mean_s, "low_s": v.low_s, "high_s": v.high_s,
+                       "feature": group["phases"][p].get("feature"),
+                       "status": group["phases"][p].get("status"),
+                       "extrapolated": v.extrapolated} for p, v in parts.items()},
+        "total": {"predicted_s": total.mean_s, "low_s": total.low_s, "high_s": total.high_s,
+                  "extrapolated": total.extrapolated},
+        "features": features.model_dump(mode="json"),
+        "estimated_features": features.estimated,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis.predict",
+                                     description="Predict the start-up phases of a model.")
+    parser.add_argument("model", help="model folder, HF config.json or features JSON")
+    parser.add_argument("--fit", required=True, help="predictor file written by analysis.fit")
+    for f in CONFIG_FIELDS:
+        parser.add_argument(f"--{f.replace('_', '-')}", dest=f, default=None,
+                            help=f"choose the fitted configuration by {f}")
+    parser.add_argument("--capture-sizes", type=int,
+                        help="number of CUDA-graph capture sizes (default: vLLM's default "
+                             "list for the platform; 0 on CPU)")
+    parser.add_argument("--compile-cache-dir", help="a measured boot's compile cache folder, "
+                                                   "for the compiled-graph size")
+    parser.add_argument("--set", action="append", default=[], metavar="FEATURE=VALUE",
+                        help="give or override a feature (e.g. tokenizer_bytes=1842767)")
+    parser.add_argument("--name", help="model name to print")
+    parser.add_argument("--level", type=float, default=0.95, help="interval level (0.95)")
+    parser.add_argument("--json", help="write the prediction as JSON here")
+    args = parser.parse_args(argv)
+    if not 0 < args.level < 1:
+        raise InputError(f"--level {args.level}: must be between 0 and 1")
+
+    doc = load_predictor(args.fit)
+    group = choose_group(doc, {f: getattr(args, f) for f in CONFIG_FIELDS})
+    key = group["key"]
+    features = load_features(args.model, platform=key.get("platform"),
+                             vllm_version=key.get("vllm_version"),
+                             capture_sizes=args.capture_sizes,
+                             compile_cache_dir=args.compile_cache_dir, model=args.name)
+    features = _apply_overrides(features, args.set)
+    alpha = 1 - args.level
+    parts, total = predict_features(group, features, alpha)
+
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 120)
+    table = Table(title=f"{features.model}: predicted start-up ({config_label(key)})",
+                  title_justify="left")
+    for h in ("phase", "feature", "predicted s", f"{args.level:.0%} interval", ""):
+        table.add_column(h)
+    for name, p in parts.items():
+        raw = group["phases"][name]
+        if raw.get("status") == "not_applicable":
+            table.add_row(name, "-", "not applicable", "", "")
+            continue
+        feat = raw.get("feature") or "constant"
+        flag = []
+        if p.extrapolated:
+            flag.append("outside the training range")
+        if raw.get("feature") and any(part in features.estimated
+                                      for part in raw["feature"].split("_x_")):
+            flag.append("feature estimated")
+        table.add_row(name, feat, f"{p.mean_s:.2f}", f"[{p.low_s:.2f}, {p.high_s:.2f}]",
+                      ", ".join(flag))
+    table.add_row("total", "", f"{total.mean_s:.2f}", f"[{total.low_s:.2f}, {total.high_s:.2f}]",
+                  "outside the training range" if total.extrapolated else "")
+    console.print(table)
+    if features.estimated:
+        console.print("estimated features: " + ", ".join(features.estimated))
+    if args.json:
+        Path(args.json).write_text(json.dumps(
+            _as_json(features, group, parts, total, args.level), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli("analysis.predict", main))
