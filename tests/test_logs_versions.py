@@ -12,6 +12,7 @@ import pytest
 
 from harness import schema
 from harness.logs import model_from_filename, read_log, scan_lines
+from harness.study import study_phases
 
 # Lines of upstream vLLM 0.11.0 (no study patch): whole-second graph capture, a process tag.
 V0110_LOG = """\
@@ -280,3 +281,30 @@ def test_timestamps_across_new_year() -> None:
     ])
     assert scan.marks["load_weights_s"] == [5.0]
     assert scan.facts["timestamp_resolution_s"] == 1.0
+
+
+def test_study_uncached_run_yi_9b() -> None:
+    # Lines of the study's cold-cache boot of yi-9b (figure-rest/uncached, not shipped in
+    # ../shared); published: torch.compile 31.64, general shape 23.64, kv profiling 4.99.
+    e = "(EngineCore_0 pid=972353) "
+    log = "\n".join([
+        f"{e}INFO 02-09 17:49:55.010 [core.py:74] Initializing a V1 LLM engine (v0.10.1.1) with "
+        "config: model='../../models/yi-9b', device_config=cuda",
+        f"{e}INFO 02-09 17:49:59.374 [backends.py:559] Dynamo bytecode transform time: 8.00 s",
+        f"{e}INFO 02-09 17:50:27.205 [backends.py:215] Compiling a graph for dynamic shape takes 23.64 s",
+        f"{e}INFO 02-09 17:50:31.017 [monitor.py:34] torch.compile takes 31.64 s in total",
+        f"{e}DEBUG 02-09 17:50:31.839 [gpu_worker.py:275] Memory profiling takes 36.63 seconds. "
+        "Total non KV cache memory: 16.85GiB",
+        f"{e}INFO 02-09 17:50:33.796 [gpu_model_runner.py:2708] Graph capturing finished in 1.61 "
+        "secs, took 0.56 GiB",
+        f"{e}INFO 02-09 17:50:33.806 [core.py:214] init engine (profile, create kv cache, warmup "
+        "model) took 38.79 seconds",
+    ]) + "\n"
+    result = read_log(log)
+    study = study_phases(result)
+    assert study["kv_cache_profiling"] == pytest.approx(4.99)
+    assert study["graph_compile_general_shape"] == pytest.approx(23.64)
+    assert study["graph_compile_cached"] is None
+    assert result.compile_cache_observed == "miss"
+    assert result.phases["torch_compile"] == pytest.approx(31.64)
+    assert result.phases["kv_cache_profiling"] == pytest.approx(38.79 - 31.64 - 1.61)
