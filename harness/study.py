@@ -77,9 +77,10 @@ def _kv_profiling(v: _View, done: dict[str, float | None]) -> float | None:
 
 def _load_weights(v: _View, done: dict[str, float | None]) -> float | None:
     value = v.last("load_weights_s")
-    if value is None and done["model_loading"] is not None and done["model_init"] is not None:
+    loading, init = v.last("model_loading_s"), v.last("model_init_s")
+    if value is None and loading is not None and init is not None:
         # The study's fallback for loaders that print no weights line (bitsandbytes).
-        return done["model_loading"] - done["model_init"]
+        return loading - init
     return value
 
 

@@ -308,3 +308,12 @@ def test_study_uncached_run_yi_9b() -> None:
     assert result.compile_cache_observed == "miss"
     assert result.phases["torch_compile"] == pytest.approx(31.64)
     assert result.phases["kv_cache_profiling"] == pytest.approx(38.79 - 31.64 - 1.61)
+
+
+def test_study_load_weights_fallback(gpu_0101_log: str) -> None:
+    # A loader that prints no "Loading weights took" (bitsandbytes): the study takes
+    # model_loading - model_init; our subphase stays not in the log.
+    result = read_log("\n".join(line for line in gpu_0101_log.splitlines()
+                                if "Loading weights" not in line) + "\n")
+    assert study_phases(result)["load_weights"] == pytest.approx(1.810252 - 0.10)
+    assert result.subphases["model_loading.load_weights"] is None
