@@ -30,9 +30,9 @@ model_loading      "Model loading took ... and X seconds" (GPU runner); subphase
 torch_compile      0.10/0.11: "torch.compile takes X s in total" (Dynamo + Inductor, cache
                    loading excluded) + "Directly load the compiled graph(s) ... took";
                    0.12+: the sum of "torch.compile took X s in total" (each compile or cache
-                   load, loading included). On CPU (no such lines) the warm-up window
-                   "Warming up model for the compilation" .. "Warming up done." less the
-                   "Initial profiling/warmup run took" it contains, from timestamps.
+                   load, loading included). On CPU (no such lines) the span from "Warming up
+                   model for the compilation" to the AOT line that ends the compile ("saved
+                   AOT compiled function", "Directly load AOT compilation"), from timestamps.
 kv_cache_profiling "init engine (profile, create kv cache, warmup model) took" less
                    torch_compile and cuda_graph_capture (both happen inside it).
                    Subphase memory_profiling: "Memory profiling takes" (DEBUG) less
@@ -69,8 +69,10 @@ _HEADER = re.compile(
     r"\[(?P<where>[^\]]*)\]\s?(?P<msg>.*)$"
 )
 _PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)\)")
-# A line that reads like start-up timing; if no pattern takes it, the scan reports it.
+# A line that reads like start-up timing (a timing word and a number); if no pattern takes
+# it, the scan reports it.
 _LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNORECASE)
+_NUMBER = re.compile(r"\d")
 _STUDY_FILENAME = re.compile(r"^output_model_(?P<name>[^_]+)")
 # Timestamps carry no year; a leap year keeps "02-29" parseable.
 _NO_YEAR = 2000
@@ -277,7 +279,7 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
             else:
                 # Earlier lines win: the version and model are stated first by the front end.
                 scan.facts.setdefault(pattern.key, _fact_value(pattern.key, found))
-        if not matched and _LOOKS_TIMED.search(line.text):
+        if not matched and _LOOKS_TIMED.search(line.text) and _NUMBER.search(line.text):
             scan.unread.append(line.raw)
 
     if stamps:
@@ -333,13 +335,19 @@ def _torch_compile(scan: LogScan, notes: dict[str, str]) -> float | None:
         notes["torch_compile"] = ("the larger of vLLM's 'torch.compile takes X s in total' and "
                                   "Dynamo + Inductor + 'Directly load the compiled graph(s)'")
         return max(d["compile_time_s"], parts)
-    start, done = scan.first("warmup_start"), scan.first("warmup_done")
-    if start is not None and done is not None and done >= start and "profiling_run_s" in d:
-        resolution = scan.facts.get("timestamp_resolution_s", 1.0)
-        notes["torch_compile"] = (
-            f"log timestamps (resolution {resolution:g} s): 'Warming up model for the "
-            "compilation' -> 'Warming up done.', less vLLM's 'Initial profiling/warmup run took'")
-        return max(0.0, done - start - d["profiling_run_s"])
+    start = scan.first("warmup_start")
+    if start is not None:
+        # On CPU vLLM times no compile; the AOT line that ends it (saved after compiling,
+        # or loaded) is the first instant after the warm-up starts that only compile precedes.
+        ends = [t for key in ("aot_saved", "aot_loaded") for t in scan.marks.get(key, ())
+                if t >= start]
+        if ends:
+            resolution = scan.facts.get("timestamp_resolution_s", 1.0)
+            notes["torch_compile"] = (
+                f"log timestamps (resolution {resolution:g} s): 'Warming up model for the "
+                "compilation' -> the AOT line ('saved AOT compiled function' or 'Directly load "
+                "AOT compilation')")
+            return min(ends) - start
     return None
 
 

