@@ -397,6 +397,15 @@ def _cross_validate(rows: list[Row], models: dict[str, PhaseModel], how: str,
                                  "residual_s": truth - total.mean_s}
     out: dict[str, Any] = {"n": len(complete), **_metrics(predicted, measured)}
     out["per_model"] = per_model
+    # The same figures without the models some phase fit screened out: what the line does for
+    # models like the ones it describes.
+    screened = {n for m in models.values() for n in m.outliers}
+    inliers = [n for n in per_model if n not in screened]
+    if len(inliers) >= 2:
+        out["excluding_outliers"] = {
+            "n": len(inliers), "models_excluded": sorted(screened & set(per_model)),
+            **_metrics([per_model[n]["predicted_s"] for n in inliers],
+                       [per_model[n]["measured_s"] for n in inliers])}
     return out
 
 

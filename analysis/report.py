@@ -60,7 +60,7 @@ def _phase_rows(f: GroupFit) -> list[list[str]]:
         rows.append([
             target, feature, str(m.n), _r_cell(entry),
             f"{study.pcc:.2f} ({study.study_name})" if study else "-",
-            "-" if slope is None else f"{slope:.3g} s/{m.feature_unit.split(' ')[0] or 'unit'}",
+            "-" if slope is None else f"{slope:.3g} s per {m.feature_unit or 'unit'}",
             f"{m.coefficients[0]:.2f} s", _fmt(m.r2), ", ".join(m.outliers) or "-",
         ])
     return rows
@@ -88,6 +88,11 @@ def _summary_lines(f: GroupFit) -> list[str]:
         lines.append(f"leave-one-model-out CV on the {cv['n']} training models: MSE "
                      f"{cv['mse_s']:.2f} s^2, RMSE {cv['rmse_s']:.2f} s, max error "
                      f"{cv['max_error_s']:.2f} s, MAPE {100 * cv['mape']:.1f} %")
+        robust = cv.get("excluding_outliers")
+        if robust and robust.get("mse_s") is not None and robust["n"] < cv["n"]:
+            lines.append(f"  the same on the {robust['n']} models no phase screened out as an "
+                         f"outlier: MSE {robust['mse_s']:.2f} s^2, max error "
+                         f"{robust['max_error_s']:.2f} s")
     elif cv:
         lines.append(f"cross-validation: {cv.get('note', '-')}")
     return lines
@@ -98,7 +103,9 @@ def print_terminal(fits: list[GroupFit], data: Dataset) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    import sys
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
     for f in fits:
         table = Table(title=f"{f.label}: {len(f.train)} training models", title_justify="left")
         for h in _PHASE_HEADERS:

@@ -1,0 +1,236 @@
+"""Features read from a model folder without reading weights (analysis.features)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from analysis.features import (
+    ESTIMATED_COMPILED_KIB_PER_LAYER,
+    FeatureError,
+    ModelFeatures,
+    compiled_graph_bytes_from_cache,
+    default_capture_sizes,
+    feature_value,
+    from_hf_config,
+    from_model_dir,
+    load_features,
+    read_features_json,
+    read_safetensors_header,
+    read_study_models_config,
+    tokenizer_bytes_in,
+)
+
+safetensors_numpy = pytest.importorskip("safetensors.numpy")
+
+LLAMA_LIKE = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "vocab_size": 100, "torch_dtype": "float16", "tie_word_embeddings": False}
+
+
+def _llama_tensors(cfg: dict, dtype=np.float16) -> dict[str, np.ndarray]:
+    h, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    hd = h // cfg["num_attention_heads"]
+    kv = cfg["num_key_value_heads"] * hd
+    t = {"model.embed_tokens.weight": np.zeros((v, h), dtype),
+         "lm_head.weight": np.zeros((v, h), dtype),
+         "model.norm.weight": np.ones((h,), np.float32)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t |= {p + "self_attn.q_proj.weight": np.zeros((h, h), dtype),
+              p + "self_attn.k_proj.weight": np.zeros((kv, h), dtype),
+              p + "self_attn.v_proj.weight": np.zeros((kv, h), dtype),
+              p + "self_attn.o_proj.weight": np.zeros((h, h), dtype),
+              p + "mlp.gate_proj.weight": np.zeros((f, h), dtype),
+              p + "mlp.up_proj.weight": np.zeros((f, h), dtype),
+              p + "mlp.down_proj.weight": np.zeros((h, f), dtype)}
+    return t
+
+
+@pytest.fixture
+def llama_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "tiny-llama"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(LLAMA_LIKE))
+    tensors = _llama_tensors(LLAMA_LIKE)
+    names = sorted(tensors)
+    # Two shards, as real checkpoints come.
+    safetensors_numpy.save_file({n: tensors[n] for n in names[::2]},
+                                str(d / "model-00001-of-00002.safetensors"))
+    safetensors_numpy.save_file({n: tensors[n] for n in names[1::2]},
+                                str(d / "model-00002-of-00002.safetensors"))
+    (d / "tokenizer.json").write_text("x" * 1234)
+    (d / "tokenizer.model").write_bytes(b"y" * 99)  # ignored: tokenizer.json wins
+    return d
+
+
+def test_safetensors_counts_match_the_arrays(llama_dir: Path) -> None:
+    tensors = _llama_tensors(LLAMA_LIKE)
+    f = from_model_dir(llama_dir, platform="cuda", vllm_version="0.10.1.1")
+    assert f.params == sum(a.size for a in tensors.values())
+    assert f.weight_bytes == sum(a.nbytes for a in tensors.values())
+    assert f.bytes_by_dtype == {"F16": sum(a.nbytes for a in tensors.values() if a.dtype == np.float16),
+                                "F32": 64 * 4}
+    assert f.params_by_dtype["F32"] == 64
+    assert f.active_params == f.params and not f.moe
+    assert (f.layers, f.hidden_size, f.vocab_size) == (2, 64, 100)
+    assert (f.attention_heads, f.kv_heads, f.head_dim) == (4, 2, 16)
+    # K and V, every layer, 2 kv heads x 16 dims, 2 bytes
+    assert f.kv_cache_bytes_per_token == 2 * 2 * 2 * 16 * 2
+    assert f.tokenizer_bytes == 1234
+    assert f.capture_sizes == 35
+    assert f.compiled_graph_bytes == round(2 * ESTIMATED_COMPILED_KIB_PER_LAYER * 1024)
+    assert f.estimated == ["compiled_graph_bytes"]
+    assert f.model == "tiny-llama" and f.source == "model_dir"
+
+
+def test_header_parser_agrees_with_safetensors_package(llama_dir: Path) -> None:
+    from safetensors import safe_open
+
+    shard = sorted(llama_dir.glob("*.safetensors"))[0]
+    header = read_safetensors_header(shard)
+    with safe_open(str(shard), framework="numpy") as fh:
+        assert sorted(fh.keys()) == sorted(k for k in header if k != "__metadata__")
+        for key in fh.keys():
+            assert list(fh.get_slice(key).get_shape()) == header[key]["shape"]
+
+
+def test_formula_params_match_the_tensors(llama_dir: Path) -> None:
+    counted = from_model_dir(llama_dir)
+    formula = from_hf_config(llama_dir / "config.json")
+    # The formula leaves out the norms only.
+    assert formula.params == counted.params - counted.params_by_dtype["F32"]
+    assert {"params", "weight_bytes", "active_params"} <= set(formula.estimated)
+
+
+def test_formula_on_llama2_7b(tmp_path: Path) -> None:
+    cfg = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 11008,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000,
+           "torch_dtype": "float16"}
+    p = tmp_path / "config.json"
+    p.write_text(json.dumps(cfg))
+    f = from_hf_config(p)
+    assert f.params == pytest.approx(6.738e9, rel=1e-3)  # Llama-2-7B: 6,738,415,616 with norms
+    assert f.weight_bytes == 2 * f.params
+
+
+def test_moe_active_params_from_expert_tensors(tmp_path: Path) -> None:
+    d = tmp_path / "tiny-moe"
+    d.mkdir()
+    cfg = LLAMA_LIKE | {"num_local_experts": 4, "num_experts_per_tok": 2}
+    (d / "config.json").write_text(json.dumps(cfg))
+    t = {"model.embed_tokens.weight": np.zeros((100, 64), np.float16)}
+    for e in range(4):
+        t[f"model.layers.0.block_sparse_moe.experts.{e}.w1.weight"] = np.zeros((128, 64), np.float16)
+    t["model.layers.0.mlp.shared_experts.up_proj.weight"] = np.zeros((128, 64), np.float16)
+    safetensors_numpy.save_file(t, str(d / "model.safetensors"))
+    f = from_model_dir(d)
+    expert = 128 * 64
+    assert f.moe and f.experts == 4 and f.active_experts == 2
+    assert f.params == 100 * 64 + 5 * expert
+    # shared experts always run; 2 of the 4 routed experts run per token
+    assert f.active_params == 100 * 64 + expert + 2 * expert
+    assert "MoE" in f.traits()
+
+
+def test_tokenizer_files(tmp_path: Path) -> None:
+    assert tokenizer_bytes_in(tmp_path) is None
+    (tmp_path / "vocab.json").write_text("a" * 10)
+    (tmp_path / "merges.txt").write_text("b" * 5)
+    assert tokenizer_bytes_in(tmp_path) == 15
+    (tmp_path / "tokenizer.json").write_text("c" * 7)
+    assert tokenizer_bytes_in(tmp_path) == 7
+
+
+def test_default_capture_sizes() -> None:
+    assert default_capture_sizes("cpu", "0.32.0") == 0
+    assert default_capture_sizes("cuda", "0.10.1.1") == 35  # what the study's logs list
+    assert default_capture_sizes("cuda", "0.32.0") == 51
+    assert default_capture_sizes("cuda", "0.10.1.1", max_num_seqs=512) == 67
+
+
+def test_cpu_model_has_no_capture_sizes(llama_dir: Path) -> None:
+    f = from_model_dir(llama_dir, platform="cpu", vllm_version="0.32.0")
+    assert f.capture_sizes == 0
+    assert feature_value(f, "weight_bytes_x_capture_sizes") == 0
+
+
+def test_feature_values_and_products() -> None:
+    f = ModelFeatures(model="m", params=10, layers=3, capture_sizes=5)
+    assert feature_value(f, "params") == 10
+    assert feature_value(f, "layers_x_capture_sizes") == 15
+    assert feature_value(f, "constant") == 1
+    assert feature_value(f, "weight_bytes") is None
+    with pytest.raises(FeatureError):
+        feature_value(f, "no_such_feature")
+
+
+def test_compile_cache_index_counts_each_piece(tmp_path: Path) -> None:
+    cache = tmp_path / "torch_compile_cache" / "abc" / "rank_0_0"
+    (cache / "inductor_cache" / "aa").mkdir(parents=True)
+    first = cache / "inductor_cache" / "aa" / "first.py"
+    middle = cache / "inductor_cache" / "aa" / "middle.py"
+    first.write_text("f" * 100)
+    middle.write_text("m" * 40)
+    index = {(None, 0, "inductor"): ("k0", "/elsewhere/first.py"),  # paths of another machine
+             (None, 1, "inductor"): ("k1", "/elsewhere/middle.py"),
+             (None, 2, "inductor"): ("k1", "/elsewhere/middle.py"),
+             (8, 0, "inductor"): ("k9", "/elsewhere/first.py")}  # a specialised shape: left out
+    (cache / "vllm_compile_cache.py").write_text(repr(index))
+    assert compiled_graph_bytes_from_cache(tmp_path / "torch_compile_cache") == (180, "index")
+    (cache / "vllm_compile_cache.py").unlink()
+    assert compiled_graph_bytes_from_cache(tmp_path / "torch_compile_cache") == (140, "all_files")
+    f = from_model_dir(_tiny(tmp_path), compile_cache_dir=tmp_path / "torch_compile_cache")
+    assert f.compiled_graph_bytes == 140 and "compiled_graph_bytes" not in f.estimated
+
+
+def _tiny(tmp_path: Path) -> Path:
+    d = tmp_path / "tiny"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(LLAMA_LIKE))
+    safetensors_numpy.save_file(_llama_tensors(LLAMA_LIKE), str(d / "model.safetensors"))
+    return d
+
+
+def test_bad_inputs(tmp_path: Path) -> None:
+    with pytest.raises(FeatureError, match="no such model folder"):
+        from_model_dir(tmp_path / "missing")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FeatureError, match="not a model folder"):
+        from_model_dir(empty)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "model.safetensors").write_bytes(b"\xff" * 16)
+    with pytest.raises(FeatureError, match="safetensors"):
+        from_model_dir(bad)
+    with pytest.raises(FeatureError):
+        load_features(tmp_path / "nothing.json")
+
+
+def test_features_json_round_trip(llama_dir: Path, tmp_path: Path) -> None:
+    f = from_model_dir(llama_dir)
+    p = tmp_path / "features.json"
+    p.write_text(json.dumps({f.model: f.model_dump(mode="json")}))
+    assert read_features_json(p)[f.model] == f
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(f.model_dump(mode="json")))
+    assert load_features(single, capture_sizes=7).capture_sizes == 7
+
+
+def test_study_models_config(study_reference: Path) -> None:
+    feats = read_study_models_config(study_reference / "models_config.json")
+    assert len(feats) == 25
+    gemma = feats["gemma-7b"]
+    assert gemma.tokenizer_bytes == 17_500_000
+    assert gemma.compiled_graph_bytes == 704 * 1024
+    assert gemma.nominal_params == 7e9
+    assert feats["qwen-14.3b"].moe and feats["qwen-14.3b"].active_params == 2.7e9
+    # The per-layer constant used to estimate compiled-graph sizes is this file's median.
+    raw = json.loads((study_reference / "models_config.json").read_text())
+    median = statistics.median(e["compiled_graph_sizes"] / e["layers"] for e in raw.values())
+    assert ESTIMATED_COMPILED_KIB_PER_LAYER == pytest.approx(median, abs=0.1)

@@ -1,0 +1,107 @@
+"""The per-phase linear model: intervals against statsmodels, outlier screening, sums."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import statsmodels.api as sm
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis.model import FitError, PhaseModel, combine_predictions, fit_phase
+
+
+def _data(n: int = 12, seed: int = 1):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(1, 30, n) * 2**30
+    y = 0.5 + 2.0 * x / 2**30 + rng.normal(0, 0.3, n)
+    return x, y, [f"m{i}" for i in range(n)]
+
+
+def test_prediction_interval_equals_statsmodels() -> None:
+    x, y, names = _data()
+    m = fit_phase("model_loading", y, names, feature="weight_bytes", x=x, feature_scale=2**30)
+    ref = sm.OLS(y, sm.add_constant(x / 2**30)).fit()
+    frame = ref.get_prediction(np.array([[1.0, 17.0]])).summary_frame(alpha=0.05)
+    p = m.predict(17.0 * 2**30)
+    assert p.mean_s == pytest.approx(frame["mean"].iloc[0])
+    assert p.low_s == pytest.approx(frame["obs_ci_lower"].iloc[0])
+    assert p.high_s == pytest.approx(frame["obs_ci_upper"].iloc[0])
+    assert m.r2 == pytest.approx(ref.rsquared)
+    assert not p.extrapolated and m.predict(100.0 * 2**30).extrapolated
+
+
+def test_model_survives_json() -> None:
+    x, y, names = _data()
+    m = fit_phase("p", y, names, feature="weight_bytes", x=x, feature_scale=2**30)
+    again = PhaseModel.model_validate_json(m.model_dump_json())
+    assert again.predict(5 * 2**30) == m.predict(5 * 2**30)
+
+
+def test_constant_model_is_the_mean_with_a_t_interval() -> None:
+    y = [8.0, 8.2, 7.9, 8.1]
+    m = fit_phase("framework_bootstrap", y, list("abcd"))
+    p = m.predict()
+    assert p.mean_s == pytest.approx(np.mean(y))
+    sd = np.std(y, ddof=1)
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, 3) * sd * math.sqrt(1 + 1 / 4)
+    assert p.high_s - p.mean_s == pytest.approx(half)
+
+
+def test_outlier_screening_drops_the_gross_point_only() -> None:
+    x, y, names = _data(n=15)
+    y = y.copy()
+    y[3] = 0.9  # a model that loads 20x faster than its bytes say
+    m = fit_phase("model_loading", y, names, feature="weight_bytes", x=x, feature_scale=2**30)
+    assert list(m.outliers) == ["m3"] and m.n == 14
+    assert m.coefficients[1] == pytest.approx(2.0, abs=0.1)
+    unscreened = fit_phase("model_loading", y, names, feature="weight_bytes", x=x,
+                           feature_scale=2**30, outlier_alpha=None)
+    assert not unscreened.outliers and unscreened.n == 15
+
+
+def test_too_few_points() -> None:
+    with pytest.raises(FitError, match="needs at least 3"):
+        fit_phase("p", [1.0, 2.0], ["a", "b"], feature="layers", x=[1, 2])
+    with pytest.raises(FitError, match="needs at least 2"):
+        fit_phase("p", [1.0], ["a"])
+    with pytest.raises(FitError, match="same value"):
+        fit_phase("p", [1.0, 2.0, 3.0], ["a", "b", "c"], feature="layers", x=[4, 4, 4])
+
+
+def test_not_applicable_predicts_zero() -> None:
+    p = PhaseModel(phase="cuda_graph_capture", status="not_applicable").predict(None)
+    assert (p.mean_s, p.low_s, p.high_s) == (0.0, 0.0, 0.0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.1, 50), st.floats(0.01, 4), st.integers(2, 40)),
+                min_size=1, max_size=6))
+def test_sum_interval_contains_the_sum_and_adds_variances(parts) -> None:
+    from analysis.model import Prediction
+
+    preds = [Prediction(m, m - 1, m + 1, v, df, False) for m, v, df in parts]
+    total = combine_predictions(preds)
+    assert total.mean_s == pytest.approx(sum(m for m, _, _ in parts))
+    assert total.variance_s2 == pytest.approx(sum(v for _, v, _ in parts))
+    assert total.low_s <= total.mean_s <= total.high_s
+    # Satterthwaite's degrees of freedom lie between the smallest and the sum of the parts'.
+    assert min(df for *_, df in parts) - 1e-9 <= total.df <= sum(df for *_, df in parts) + 1e-9
+
+
+def test_analysis_imports_without_vllm_or_torch() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys, analysis.features, analysis.study, analysis.fit, analysis.predict, "
+            "analysis.compare, analysis.report; "
+            "print(sorted(m for m in ('vllm', 'torch') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "[]"

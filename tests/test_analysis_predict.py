@@ -1,0 +1,81 @@
+"""analysis.predict on a predictor fitted to the study's data (training models only)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis._cli import run_cli
+from analysis.fit import main as fit_main
+from analysis.predict import load_predictor
+from analysis.predict import main as predict_main
+from analysis.study import STUDY_HOLDOUT, read_study
+
+
+@pytest.fixture(scope="module")
+def fitted(tmp_path_factory) -> dict:
+    from tests.conftest import reference_dir
+
+    ref = reference_dir()
+    if ref is None:
+        pytest.skip("reference data not found at ../shared/reference (CI keeps ../shared "
+                    "beside the clone)")
+    out = tmp_path_factory.mktemp("pred")
+    figure = ref / "figures" / "figure-rest"
+    assert fit_main(["--study", str(figure), "--holdout", ",".join(STUDY_HOLDOUT),
+                     "--out-dir", str(out), "--json", str(out / "s.json"), "--quiet",
+                     "--no-plots"]) == 0
+    study = read_study(figure)
+    gemma = out / "gemma.json"
+    gemma.write_text(study.features["gemma-7b"].model_dump_json())
+    return {"predictor": out / "predictor.json", "gemma": gemma,
+            "summary": json.loads((out / "s.json").read_text()), "out": out}
+
+
+def test_prediction_matches_the_fit_holdout(fitted: dict, tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    assert predict_main([str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
+                         "--json", str(out)]) == 0
+    p = json.loads(out.read_text())
+    held = fitted["summary"]["holdout"]["per_model"]["gemma-7b"]
+    assert p["total"]["predicted_s"] == pytest.approx(held["predicted_s"])
+    assert p["total"]["low_s"] < p["total"]["predicted_s"] < p["total"]["high_s"]
+    assert set(p["phases"]) >= {"model_loading", "torch_compile", "residual"}
+    for v in p["phases"].values():
+        assert v["low_s"] <= v["predicted_s"] <= v["high_s"]
+
+
+def test_from_an_hf_config_and_overrides(fitted: dict, tmp_path: Path, capsys) -> None:
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+                               "intermediate_size": 11008, "num_hidden_layers": 32,
+                               "num_attention_heads": 32, "vocab_size": 32000,
+                               "torch_dtype": "float16"}))
+    # No tokenizer files beside the config: the tokenizer size is unknown.
+    assert run_cli("analysis.predict", predict_main, [str(cfg), "--fit", str(fitted["predictor"])]) == 2
+    assert "--set tokenizer_bytes" in capsys.readouterr().err
+    out = tmp_path / "p.json"
+    assert predict_main([str(cfg), "--fit", str(fitted["predictor"]), "--set",
+                         "tokenizer_bytes=1842767", "--json", str(out)]) == 0
+    p = json.loads(out.read_text())
+    # Llama-2-7B: 12.55 GiB loaded at about 2 s/GiB on the study's machine.
+    assert p["phases"]["model_loading"]["predicted_s"] == pytest.approx(24.9, abs=0.5)
+    assert "weight_bytes" in p["estimated_features"]
+
+
+def test_bad_predictor_files(fitted: dict, tmp_path: Path, capsys) -> None:
+    newer = json.loads(fitted["predictor"].read_text()) | {"predictor_schema_version": 99}
+    (tmp_path / "newer.json").write_text(json.dumps(newer))
+    (tmp_path / "other.json").write_text("{}")
+    for bad, words in ((tmp_path / "newer.json", "newer than this reader"),
+                       (tmp_path / "other.json", "not a predictor file"),
+                       (tmp_path / "missing.json", "no such file")):
+        rc = run_cli("analysis.predict", predict_main, [str(fitted["gemma"]), "--fit", str(bad)])
+        err = capsys.readouterr().err
+        assert rc == 2 and words in err and err.count("\n") == 1
+    assert load_predictor(fitted["predictor"])["groups"]
+    rc = run_cli("analysis.predict", predict_main,
+                 [str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--loader", "tensorizer"])
+    assert rc == 2 and "no fitted configuration matches" in capsys.readouterr().err

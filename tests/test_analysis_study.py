@@ -1,0 +1,98 @@
+"""The reference study's data as BootResults and features (analysis.study)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.study import (
+    STUDY_HOLDOUT,
+    STUDY_PHASE_COLUMNS,
+    read_study,
+    study_document,
+    study_model_name,
+)
+from harness.schema import PHASE_NAMES, read_results
+
+
+@pytest.fixture(scope="module")
+def figure_rest() -> Path:
+    from tests.conftest import reference_dir
+
+    found = reference_dir()
+    if found is None:
+        pytest.skip("reference data not found at ../shared/reference (CI keeps ../shared "
+                    "beside the clone)")
+    return found / "figures" / "figure-rest"
+
+
+@pytest.fixture(scope="module")
+def study(figure_rest: Path):
+    return read_study(figure_rest)
+
+
+def test_mapping_is_derived_from_the_log_readers_map() -> None:
+    # harness.study.STUDY_PHASE_MAP is the one source; this is what it says for our phases.
+    assert STUDY_PHASE_COLUMNS["framework_bootstrap"] == (
+        "detect_platform", "llm_imports", "get_model_info", "worker_init")
+    assert STUDY_PHASE_COLUMNS["model_loading"] == ("model_loading",)
+    assert STUDY_PHASE_COLUMNS["torch_compile"] == (
+        "dynamo_transform_time", "graph_compile_general_shape", "graph_compile_cached")
+    assert STUDY_PHASE_COLUMNS["kv_cache_profiling"] == ("kv_cache_profiling",)
+    assert STUDY_PHASE_COLUMNS["cuda_graph_capture"] == ("graph_capturing",)
+    assert STUDY_PHASE_COLUMNS["tokenizer_init"] == ("tokenizer_init",)
+    assert STUDY_PHASE_COLUMNS["torch_compile.compiled_graph_load"] == ("graph_compile_cached",)
+    assert set(PHASE_NAMES) <= set(STUDY_PHASE_COLUMNS)
+
+
+def test_model_names() -> None:
+    assert study_model_name("output_model_gemma-7b.txt") == "gemma-7b"
+    assert study_model_name("output_model_granite4.0-h-3b_no-enable-prefix-caching_.txt") == \
+        "granite4.0-h-3b"
+
+
+def test_records(study, figure_rest: Path) -> None:
+    assert len(study.results) == 22
+    assert set(STUDY_HOLDOUT) <= {r.model for r in study.results}
+    assert all(len(v) == 5 for v in study.rounds.values())
+    raw = json.loads((figure_rest / "avg_comparison_results.json").read_text())["data"]
+    for i, r in enumerate(study.results):
+        assert r.state == "measured" and r.platform == "cuda" and r.vllm_version == "0.10.1.1"
+        assert r.compile_cache == "warm" and r.compile_cache_observed == "hit"
+        # The six phases are the study's total; the residual closes the wall time.
+        assert r.phase_sum_s() == pytest.approx(raw["total_time"][i], abs=1e-6)
+        assert r.phase_sum_s() + r.residual_s == pytest.approx(r.wall_s)
+        assert r.wall_s == raw["actual_total_time"][i]
+
+
+def test_features_use_the_logged_weight_bytes(study) -> None:
+    gemma = study.features["gemma-7b"]
+    # "Model loading took 15.9067 GiB": 8.54 B parameters in bf16, not the nominal 7 B.
+    assert gemma.weight_bytes == round(15.9067 * 2**30)
+    assert gemma.params == pytest.approx(8.54e9, rel=1e-3)
+    assert gemma.nominal_params == 7e9
+    oss = study.features["gpt-oss-20b"]
+    assert oss.quantization == "sub-16-bit" and oss.params == 21e9 and "params" in oss.estimated
+    assert all(f.capture_sizes == 35 for f in study.features.values())
+
+
+def test_document_round_trips_through_read_results(study, tmp_path: Path) -> None:
+    from harness.schema import write_document
+
+    p = tmp_path / "study.json"
+    write_document(study_document(study), p)
+    medians = read_results(p)
+    assert [r.model for r in medians] == [r.model for r in study.results]
+    assert len(read_results(p, all_rounds=True)) == 22 * 5
+
+
+def test_cli(figure_rest: Path, tmp_path: Path) -> None:
+    from analysis.study import main
+
+    out, feats = tmp_path / "s.json", tmp_path / "f.json"
+    assert main([str(figure_rest), "-o", str(out), "--features-out", str(feats)]) == 0
+    assert len(json.loads(out.read_text())["benchmarks"]) == 22
+    assert "gemma-7b" in json.loads(feats.read_text())
+    assert main([str(tmp_path / "missing"), "-o", str(out)]) == 2
