@@ -20,8 +20,8 @@ and significant. A cell measured in BASE that failed in NEW is a regression too.
 threshold and floor but without a significant test is reported as "possible regression";
 ``--strict`` fails on those as well.
 
-The run's checked metadata (``machine_info``: CPU model, core count, OS and machine, and the
-boots' platform) must agree; otherwise the comparison is refused (exit 2) unless ``--force``.
+The run's checked metadata (``machine_info``: CPU model, core count, OS and machine, GPU
+model, and the boots' platform) must agree; otherwise the comparison is refused (exit 2) unless ``--force``.
 Exit codes: 0 no regression, 1 regression, 2 bad input or refused comparison.
 """
 
@@ -73,19 +73,30 @@ def _cpu(info: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def checked_metadata(doc: dict[str, Any], boots: list[BootResult]) -> dict[str, Any]:
-    """The metadata that must agree between two runs for their times to be comparable."""
-    info = doc.get("machine_info") or {} if isinstance(doc, dict) else {}
+    """The metadata that must agree between two runs for their times to be comparable.
+
+    Read from pytest-benchmark's ``machine_info`` (``cpu.brand_raw``, ``cpu.count``,
+    ``system``, ``machine``) and, where those are absent, from the suite's own
+    ``machine_info.coldstart`` facts (``benchmarks/provenance.py``); the platform from the
+    boots themselves.
+    """
+    info = (doc.get("machine_info") or {}) if isinstance(doc, dict) else {}
+    ours = info.get("coldstart") or {}
     brand, count = _cpu(info)
     platforms = sorted({b.platform for b in boots if b.platform})
-    return {"cpu": brand, "cpu_count": count, "system": info.get("system"),
-            "machine": info.get("machine"),
-            "platform": ",".join(platforms) if platforms else None}
+    gpus = sorted(str(g.get("name")) for g in ours.get("gpus") or [] if isinstance(g, dict))
+    return {"cpu": brand or ours.get("cpu_model"),
+            "cpu_count": count if count is not None else ours.get("cpu_count"),
+            "system": info.get("system"), "machine": info.get("machine"),
+            "platform": ",".join(platforms) if platforms else ours.get("platform"),
+            "gpu": ",".join(gpus) if gpus else info.get("gpu")}
 
 
 def _versions(doc: dict[str, Any], boots: list[BootResult]) -> str:
     found = sorted({b.vllm_version for b in boots if b.vllm_version})
     if not found and isinstance(doc, dict):
-        v = (doc.get("machine_info") or {}).get("vllm_version")
+        info = doc.get("machine_info") or {}
+        v = info.get("vllm_version") or (info.get("coldstart") or {}).get("vllm")
         found = [v] if v else []
     return ", ".join(found) or "unknown"
 

@@ -124,3 +124,16 @@ def test_study_iterations_as_rounds(study_reference: Path, tmp_path: Path) -> No
     doc = tmp_path / "study.json"
     write_document(study_document(read_study(study_reference / "figures" / "figure-rest")), doc)
     assert compare_main([str(doc), str(doc)]) == 0
+
+
+def test_suite_machine_facts_are_checked(tmp_path: Path) -> None:
+    # benchmarks/provenance.py records machine_info.coldstart; a GPU change refuses.
+    def facts(gpu: str) -> dict:
+        return {"coldstart": {"cpu_model": "EPYC", "cpu_count": 32, "platform": "cuda",
+                              "vllm": "0.11.0", "gpus": [{"index": 0, "name": gpu}]}}
+
+    base = _doc(tmp_path / "b.json", rounds=3, version="x", machine=facts("NVIDIA H100 NVL"))
+    same = _doc(tmp_path / "s.json", rounds=3, version="y", machine=facts("NVIDIA H100 NVL"))
+    other = _doc(tmp_path / "o.json", rounds=3, version="y", machine=facts("NVIDIA L40S"))
+    assert compare_main([str(base), str(same)]) == 0
+    assert run_cli("analysis.compare", compare_main, [str(base), str(other)]) == 2
