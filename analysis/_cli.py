@@ -19,7 +19,8 @@ class InputError(ValueError):
     """Any other input the command refuses (a holdout name not in the data, ...)."""
 
 
-def run_cli(prog: str, main: Callable[[list[str] | None], int], argv: list[str] | None = None) -> int:
+def run_cli(prog: str, main: Callable[[list[str] | None], int],
+            argv: list[str] | None = None) -> int:
     """Run ``main``; turn an input error into ``prog: error: <one line>`` and exit code 2."""
     try:
         return main(argv)

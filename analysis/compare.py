@@ -21,7 +21,8 @@ threshold and floor but without a significant test is reported as "possible regr
 ``--strict`` fails on those as well.
 
 The run's checked metadata (``machine_info``: CPU model, core count, OS and machine, GPU
-model, and the boots' platform) must agree; otherwise the comparison is refused (exit 2) unless ``--force``.
+model, and the boots' platform) must agree; otherwise the comparison is refused (exit 2)
+unless ``--force``.
 Exit codes: 0 no regression, 1 regression, 2 bad input or refused comparison.
 """
 
@@ -270,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     shown = [c for c in changes if args.all or c.status != "no change"]
     for c in shown:
         change = "-" if c.change_s is None else f"{c.change_s:+.2f} s ({100 * c.change_rel:+.1f} %)"
-        table.add_row(c.cell, c.metric, "-" if c.base_median_s is None else f"{c.base_median_s:.2f}",
+        table.add_row(c.cell, c.metric,
+                      "-" if c.base_median_s is None else f"{c.base_median_s:.2f}",
                       "-" if c.new_median_s is None else f"{c.new_median_s:.2f}", change,
                       f"{c.noise_floor_s:.2f}", f"{c.n_base}/{c.n_new}",
                       "-" if c.p_value is None else f"{c.p_value:.3f}",

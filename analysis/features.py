@@ -272,7 +272,8 @@ def _architecture(cfg: dict[str, Any]) -> dict[str, Any]:
     layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
     hidden = _first(cfg, "hidden_size", "d_model", "n_embd")
     heads = _first(cfg, "num_attention_heads", "n_head", "num_heads", "n_heads")
-    kv_heads = _first(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num")
+    kv_heads = _first(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads",
+                      "multi_query_group_num")
     if kv_heads is None and cfg.get("multi_query"):
         kv_heads = 1  # Falcon-7B style multi-query attention
     if kv_heads is None:

@@ -122,7 +122,8 @@ def _target_value(r: Row, target: str) -> float | None:
     return r.phases.get(target)
 
 
-def _fit(target: str, rows: list[Row], feature: str | None, outlier_alpha: float | None) -> PhaseModel:
+def _fit(target: str, rows: list[Row], feature: str | None,
+         outlier_alpha: float | None) -> PhaseModel:
     names, x, y = _xy(rows, target, feature)
     scale, unit = feature_unit(feature) if feature else (1.0, "")
     return fit_phase(target, y, names, feature=feature, x=x, feature_scale=scale,
@@ -501,7 +502,8 @@ def fit_dataset(data: Dataset, *, holdout: list[str] | None = None,
     return fits
 
 
-def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0.05) -> dict[str, Any]:
+def predictor_document(fits: list[GroupFit], inputs: list[str],
+                       alpha: float = 0.05) -> dict[str, Any]:
     """The versioned predictor file ``analysis.predict`` reads."""
     return {
         "predictor_schema_version": PREDICTOR_SCHEMA_VERSION,

@@ -107,7 +107,9 @@ class PhaseModel(BaseModel):
 
     @property
     def slope_per_unit(self) -> float | None:
-        return self.coefficients[1] if self.feature is not None and len(self.coefficients) > 1 else None
+        if self.feature is None or len(self.coefficients) < 2:
+            return None
+        return self.coefficients[1]
 
 
 def _ols(x: np.ndarray | None, y: np.ndarray):

@@ -157,7 +157,8 @@ def _plot_phase(f: GroupFit, phase: str, path: Path) -> None:
         pts.append((r.model, x / m.feature_scale, y, kind))
     if m.feature is None:
         pts = [(n, float(i), y, k) for i, (n, _, y, k) in enumerate(pts)]
-    style = {"train": ("o", "tab:blue", "training"), "outlier": ("x", "tab:red", "outlier (not fitted)"),
+    style = {"train": ("o", "tab:blue", "training"),
+             "outlier": ("x", "tab:red", "outlier (not fitted)"),
              "holdout": ("^", "tab:orange", "held out")}
     for kind, (marker, color, label) in style.items():
         sel = [(x, y) for _, x, y, k in pts if k == kind]

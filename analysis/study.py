@@ -94,7 +94,8 @@ def _derive_phase_columns() -> dict[str, tuple[str, ...]]:
         elif phase in parts:
             out[phase] = tuple(parts[phase])
         else:
-            subs = [c for s in SUBPHASE_NAMES if s.startswith(phase + ".") for c in exact.get(s, [])]
+            subs = [c for s in SUBPHASE_NAMES if s.startswith(phase + ".")
+                    for c in exact.get(s, [])]
             if subs:
                 out[phase] = tuple(subs)
     for sub in SUBPHASE_NAMES:

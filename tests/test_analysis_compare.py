@@ -83,7 +83,9 @@ def test_one_round_is_never_significant(tmp_path: Path) -> None:
 
 
 def test_two_rounds_cannot_reach_significance() -> None:
-    mk = lambda v: BootResult(state="measured", model="a", phases={"model_loading": v})  # noqa: E731
+    def mk(v: float) -> BootResult:
+        return BootResult(state="measured", model="a", phases={"model_loading": v})
+
     changes = compare_results([mk(10.0), mk(10.1)], [mk(20.0), mk(20.1)])
     c = next(c for c in changes if c.metric == "model_loading")
     assert c.min_attainable_p == pytest.approx(1 / 3) and not c.significant
@@ -112,7 +114,8 @@ def test_metadata_must_agree_unless_forced(tmp_path: Path, capsys) -> None:
 def test_bad_files_exit_2(tmp_path: Path, capsys) -> None:
     base = _doc(tmp_path / "b.json", rounds=3, version="x")
     (tmp_path / "x.json").write_text("[1, 2")
-    for argv in ([str(base), str(tmp_path / "missing.json")], [str(base), str(tmp_path / "x.json")]):
+    for other in ("missing.json", "x.json"):
+        argv = [str(base), str(tmp_path / other)]
         assert run_cli("analysis.compare", compare_main, argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "Traceback" not in err

@@ -73,8 +73,8 @@ def test_safetensors_counts_match_the_arrays(llama_dir: Path) -> None:
     f = from_model_dir(llama_dir, platform="cuda", vllm_version="0.10.1.1")
     assert f.params == sum(a.size for a in tensors.values())
     assert f.weight_bytes == sum(a.nbytes for a in tensors.values())
-    assert f.bytes_by_dtype == {"F16": sum(a.nbytes for a in tensors.values() if a.dtype == np.float16),
-                                "F32": 64 * 4}
+    half = sum(a.nbytes for a in tensors.values() if a.dtype == np.float16)
+    assert f.bytes_by_dtype == {"F16": half, "F32": 64 * 4}
     assert f.params_by_dtype["F32"] == 64
     assert f.active_params == f.params and not f.moe
     assert (f.layers, f.hidden_size, f.vocab_size) == (2, 64, 100)
@@ -125,7 +125,8 @@ def test_moe_active_params_from_expert_tensors(tmp_path: Path) -> None:
     (d / "config.json").write_text(json.dumps(cfg))
     t = {"model.embed_tokens.weight": np.zeros((100, 64), np.float16)}
     for e in range(4):
-        t[f"model.layers.0.block_sparse_moe.experts.{e}.w1.weight"] = np.zeros((128, 64), np.float16)
+        name = f"model.layers.0.block_sparse_moe.experts.{e}.w1.weight"
+        t[name] = np.zeros((128, 64), np.float16)
     t["model.layers.0.mlp.shared_experts.up_proj.weight"] = np.zeros((128, 64), np.float16)
     safetensors_numpy.save_file(t, str(d / "model.safetensors"))
     f = from_model_dir(d)

@@ -54,7 +54,8 @@ def test_from_an_hf_config_and_overrides(fitted: dict, tmp_path: Path, capsys) -
                                "num_attention_heads": 32, "vocab_size": 32000,
                                "torch_dtype": "float16"}))
     # No tokenizer files beside the config: the tokenizer size is unknown.
-    assert run_cli("analysis.predict", predict_main, [str(cfg), "--fit", str(fitted["predictor"])]) == 2
+    argv = [str(cfg), "--fit", str(fitted["predictor"])]
+    assert run_cli("analysis.predict", predict_main, argv) == 2
     assert "--set tokenizer_bytes" in capsys.readouterr().err
     out = tmp_path / "p.json"
     assert predict_main([str(cfg), "--fit", str(fitted["predictor"]), "--set",
@@ -77,5 +78,6 @@ def test_bad_predictor_files(fitted: dict, tmp_path: Path, capsys) -> None:
         assert rc == 2 and words in err and err.count("\n") == 1
     assert load_predictor(fitted["predictor"])["groups"]
     rc = run_cli("analysis.predict", predict_main,
-                 [str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--loader", "tensorizer"])
+                 [str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
+                  "--loader", "tensorizer"])
     assert rc == 2 and "no fitted configuration matches" in capsys.readouterr().err
