@@ -569,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--feature", action="append", default=[], metavar="PHASE=FEATURE",
                         help="force a phase's feature instead of choosing it")
     parser.add_argument("--no-outlier-screening", action="store_true")
-    parser.add_argument("--out-dir", default="fit-report",
+    parser.add_argument("--out-dir", default="results/fit-report",
                         help="folder for predictor.json, report.md and the plots")
     parser.add_argument("--predictor", help="predictor file (default OUT_DIR/predictor.json)")
     parser.add_argument("--json", help="write PCCs, holdout and CV errors as JSON here")
