@@ -37,25 +37,9 @@ def write_result(**fields):
 
 
 def apply_shims():
-    """Narrow work-arounds for vLLM defects on CPU, each recorded in the result."""
-    applied = []
-    if SPEC["loader"] == "tensorizer" and SPEC.get("cpu_shims", True):
-        import torch
-
-        if not torch.cuda.is_available():
-            # vLLM's tensorizer loader asks torch.accelerator for the current device index,
-            # which raises on a machine without an accelerator. Only the index is needed.
-            original = torch.accelerator.current_device_index
-
-            def current_device_index():
-                try:
-                    return original()
-                except Exception:
-                    return 0
-
-            torch.accelerator.current_device_index = current_device_index
-            applied.append("tensorizer: torch.accelerator.current_device_index -> 0 on CPU")
-    return applied
+    """Front-end work-arounds; none are needed today. Shims that must reach the EngineCore and
+    Worker processes are applied by the probe (harness/probe/_coldstart_shims.py)."""
+    return []
 
 
 def versions():

@@ -13,19 +13,21 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness import pagecache
-from harness.registry import wrap_targets_for
+from harness.registry import shims_for, wrap_targets_for
 from harness.schema import (
     COMPILE_CACHE_MODES,
     ENTRYPOINTS,
@@ -52,6 +54,20 @@ DEFAULT_ENV: dict[str, str] = {
     "PYTHONUNBUFFERED": "1",
     "TOKENIZERS_PARALLELISM": "false",
 }
+
+
+@dataclass
+class Prepared:
+    """A boot whose untimed state is set: what :func:`launch_boot` needs."""
+
+    spec: "BootSpec"
+    work: Path
+    env: dict[str, str]
+    evidence: dict[str, Any]
+    version: str | None
+    events_path: Path
+    log_path: Path
+    child_result_path: Path
 
 
 class BootError(ValueError):
@@ -91,6 +107,9 @@ class BootSpec(BaseModel):
     runai_concurrency: int = 4
     tensorizer_uri: Path | None = None
     work_dir: Path | None = None
+    # False: no probe in the boot's processes (only readiness is marked): the bare boot that
+    # the probe overhead is measured against (benchmarks/overhead.py).
+    instrument: bool = True
 
     def check(self) -> None:
         """Reject what cannot boot, with one line that names the problem."""
@@ -196,16 +215,21 @@ def _tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
     return "\n".join(lines[-n:])
 
 
+_EXCEPTION_LINE = re.compile(r"(?:^|\s|\] )((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception|"
+                             r"Interrupt|Exit)): (.+)$")
+
+
 def _root_cause(log_text: str, fallback: str | None) -> str | None:
-    """The most specific error line: vLLM re-raises EngineCore failures generically."""
+    """The most specific error line: vLLM re-raises EngineCore and Worker failures generically
+    ("See root cause above"), and prefixes every line with its process and log level."""
     generic = ("Engine core initialization failed", "EngineCore failed to start",
-               "Worker failed", "See root cause above")
+               "initialization failed due to an exception", "See root cause above",
+               "See stack trace for root cause")
     candidates = []
     for line in log_text.splitlines():
-        stripped = line.strip()
-        head = stripped.split(":", 1)[0]
-        if head.endswith(("Error", "Exception")) and " " not in head and ":" in stripped:
-            candidates.append(stripped)
+        m = _EXCEPTION_LINE.search(line.strip())
+        if m:
+            candidates.append(f"{m.group(1)}: {m.group(2)}")
     specific = [c for c in candidates if not any(g in c for g in generic)]
     if specific:
         return specific[-1][:1000]
@@ -225,13 +249,12 @@ def _compile_cache_observed(tl: Timeline, spec: BootSpec, log_msgs: list[str]) -
     return "unknown"
 
 
-def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
-             prime_if_needed: bool = True) -> BootResult:
-    """Boot vLLM once as ``spec`` says and cut the boot into phases.
+def prepare_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
+                 prime_if_needed: bool = True) -> Prepared | BootResult:
+    """The untimed part: check the spec, prime/clear the compile cache, set the page cache.
 
-    A boot that fails or times out still returns a BootResult (``state="failed"``) holding the
-    phases it completed, the error and the log tail: a failure is recorded, never lost.
-    A spec that cannot be attempted raises :class:`BootError`.
+    Returns a skipped BootResult when the requested page-cache state cannot be reached.
+    Call :func:`launch_boot` right after: the page cache is only as prepared as it is now.
     """
     say = progress or (lambda _msg: None)
     spec.check()
@@ -261,10 +284,12 @@ def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
     log_path = work / "boot.log"
     child_result_path = work / "child_result.json"
     child_result_path.unlink(missing_ok=True)
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(PROBE_DIR), *filter(None, [env.get("PYTHONPATH")])])
+    if spec.instrument:
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(PROBE_DIR), *filter(None, [env.get("PYTHONPATH")])])
     env["COLDSTART_EVENTS"] = str(events_path)
     env["COLDSTART_PROBE_TARGETS"] = json.dumps(targets)
+    env["COLDSTART_SHIMS"] = ",".join(s.name for s in shims_for(version, spec.loader))
 
     child_spec = {"model_path": str(spec.model_path), "loader": spec.loader,
                   "entrypoint": spec.entrypoint, "engine_kwargs": spec.effective_engine_kwargs(),
@@ -278,6 +303,21 @@ def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
     except pagecache.PageCacheError as exc:
         return BootResult(state="skipped", skip_reason=str(exc), **_identity(spec, version),
                           evidence=evidence)
+    return Prepared(spec, work, env, evidence, version, events_path, log_path,
+                    child_result_path)
+
+
+def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = None
+                ) -> BootResult:
+    """The measured part: one boot in a fresh process group, cut into phases.
+
+    A boot that fails or times out still returns a BootResult (``state="failed"``) holding the
+    phases it completed, the error and the log tail: a failure is recorded, never lost.
+    """
+    say = progress or (lambda _msg: None)
+    spec, work, env, evidence = prepared.spec, prepared.work, prepared.env, prepared.evidence
+    version, events_path = prepared.version, prepared.events_path
+    log_path, child_result_path = prepared.log_path, prepared.child_result_path
 
     say("booting vLLM")
     with open(log_path, "wb") as log:
@@ -295,6 +335,7 @@ def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
         if proc.poll() is None:
             proc.wait(timeout=10)
     evidence["process_wall_s"] = (returned_ns - t0) / 1e9
+    evidence["pgid"] = proc.pid  # start_new_session: the child leads its own group
     evidence["exit_code"] = proc.returncode
     if survivors:
         evidence["survivors"] = survivors
@@ -336,7 +377,10 @@ def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
                                   f"{answer!r}")
     evidence.update(
         residual_parts_s=cut.residual_parts_s,
-        loader_targets=sorted({r["target"] for r in tl.ends.get("model_loading.load_weights", [])}),
+        loader_targets=sorted({r["target"] for name, ends in tl.ends.items()
+                               if name == "model_loading.load_weights"
+                               or name.startswith("loader.") for r in ends}),
+        weights=_weights_evidence(tl, spec),
         unfinished_calls=tl.unfinished,
         probe_problems=tl.probe_problems,
         processes=len(tl.processes),
@@ -367,7 +411,9 @@ def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
         compile_cache_observed=_compile_cache_observed(tl, spec, log_msgs),
         log_durations=_log_durations(log_msgs, version),
         events=events_out,
-        shims=child.get("shims", []),
+        shims=child.get("shims", []) + sorted({
+            next((f"{x.name}: {x.reason}" for x in shims_for(version, spec.loader)
+                  if x.name == t), t) for t in tl.marks_targets("shim.applied")}),
         error=error,
         log_tail=_tail(log_path) if not measured else None,
         versions=child.get("versions", {}),
@@ -375,6 +421,15 @@ def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
     )
     (work / "result.json").write_text(result.model_dump_json(indent=2))
     return result
+
+
+def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
+             prime_if_needed: bool = True) -> BootResult:
+    """Prepare and launch one boot. A spec that cannot be attempted raises BootError."""
+    prepared = prepare_boot(spec, progress=progress, prime_if_needed=prime_if_needed)
+    if isinstance(prepared, BootResult):
+        return prepared
+    return launch_boot(prepared, progress=progress)
 
 
 _PROGRESS_EVENTS = {name: name for name in PHASE_NAMES}
@@ -413,6 +468,36 @@ def _wait_with_progress(proc: subprocess.Popen, events_path: Path, t0: int, time
             if label and rec.get("k") in ("start", "mark") and label not in seen:
                 seen.add(label)
                 say(f"[{(rec['t'] - t0) / 1e9:7.1f} s] {label}")
+
+
+def _weights_evidence(tl: Timeline, spec: BootSpec) -> dict[str, Any]:
+    """Bytes the weight loading really read from storage, and at what rate."""
+    weight_suffixes = (".tensors",) if spec.loader == "tensorizer" else (".safetensors", ".bin",
+                                                                          ".pt")
+    files = [f for f in spec.weight_files() if f.suffix in weight_suffixes]
+    out: dict[str, Any] = {"file_bytes": sum(f.stat().st_size for f in files)}
+    ends = sorted((r for r in tl.ends.get("model_loading.load_weights", []) if "start_t" in r),
+                  key=lambda r: (r["start_t"], -r["t"]))
+    # Loaders nest (DefaultModelLoader.load_weights -> AutoWeightsLoader.load_weights):
+    # count the outermost call only.
+    outer: list[dict[str, Any]] = []
+    for r in ends:
+        if not any(o["pid"] == r["pid"] and o["start_t"] <= r["start_t"] and r["t"] <= o["t"]
+                   for o in outer):
+            outer.append(r)
+    if not outer:
+        return out
+    seconds = sum(r["t"] - r["start_t"] for r in outer) / 1e9
+    out["load_weights_s"] = seconds
+    io = [(r.get("io_start"), r.get("io")) for r in outer]
+    if all(a and b for a, b in io):
+        # read_bytes: what reached the block device (page-cache misses); rchar: every byte
+        # returned by read-like calls, cached or not (mmap'd reads count in neither).
+        out["storage_read_bytes"] = sum(b["read_bytes"] - a["read_bytes"] for a, b in io)
+        out["rchar_bytes"] = sum(b["rchar"] - a["rchar"] for a, b in io)
+    if seconds > 0:
+        out["load_gbps"] = out["file_bytes"] / seconds / 1e9
+    return out
 
 
 def _identity(spec: BootSpec, version: str | None) -> dict[str, Any]:

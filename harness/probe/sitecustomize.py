@@ -69,16 +69,26 @@ def _install(recorder, targets):
         except Exception:
             pass
 
-    def timed_call(fn, event, target):
+    def io_counters():
+        try:
+            with open("/proc/self/io") as fh:
+                return {k: int(v) for k, v in (line.split(": ") for line in fh)}
+        except Exception:
+            return None
+
+    def timed_call(fn, event, target, io=False):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            emit(event, "start", target)
+            extra = {"io": io_counters()} if io else {}
+            emit(event, "start", target, **extra)
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
-                emit(event, "end", target, ok=False, error=f"{type(exc).__name__}: {exc}"[:500])
+                emit(event, "end", target, ok=False, error=f"{type(exc).__name__}: {exc}"[:500],
+                     **({"io": io_counters()} if io else {}))
                 raise
-            emit(event, "end", target, ok=True, none=result is None)
+            emit(event, "end", target, ok=True, none=result is None,
+                 **({"io": io_counters()} if io else {}))
             return result
 
         return wrapper
@@ -98,7 +108,7 @@ def _install(recorder, targets):
                 emit(self._event, "end", self._target, ok=exc_type is None,
                      error=None if exc_type is None else f"{exc_type.__name__}: {exc}"[:500])
 
-    def timed_context(fn, event, target):
+    def timed_context(fn, event, target, io=False):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             return _TimedContext(fn(*args, **kwargs), event, target)
@@ -121,19 +131,35 @@ def _install(recorder, targets):
         if raw is None:
             emit("probe.missing", "mark", target)
             return
+        io = bool(spec.get("io"))
         if isinstance(raw, staticmethod):
-            new = staticmethod(make(raw.__func__, event, target))
+            new = staticmethod(make(raw.__func__, event, target, io))
         elif isinstance(raw, classmethod):
-            new = classmethod(make(raw.__func__, event, target))
+            new = classmethod(make(raw.__func__, event, target, io))
         else:
-            new = make(raw, event, target)
+            new = make(raw, event, target, io)
         setattr(owner, name, new)
 
     by_module = {}
     for spec in targets:
         by_module.setdefault(spec["module"], []).append(spec)
+    shims_by_module = {}
+    wanted_shims = [s for s in os.environ.get("COLDSTART_SHIMS", "").split(",") if s]
+    if wanted_shims:
+        from _coldstart_shims import SHIMS
+
+        for name in wanted_shims:
+            module_name, fn = SHIMS[name]
+            shims_by_module.setdefault(module_name, []).append((name, fn))
+            by_module.setdefault(module_name, [])
 
     def instrument(module):
+        # Shims first, so that the timing wrappers time the repaired behaviour.
+        for name, fn in shims_by_module.get(module.__name__, ()):
+            try:
+                fn(module, emit)
+            except Exception as exc:
+                emit("probe.error", "mark", f"shim {name}", error=repr(exc))
         for spec in by_module.get(module.__name__, ()):
             try:
                 wrap(module, spec)

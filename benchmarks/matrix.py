@@ -1,0 +1,107 @@
+"""The benchmark matrices, as data. A cell is one point of the named axes.
+
+Axis names are the pytest parametrize argument names, so they land in pytest-benchmark's
+``params`` and in stable test ids (``model=smollm2-135m-loader=safetensors-...``): saved runs
+are matched across vLLM releases by that id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from itertools import product
+
+from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, cell_id
+
+AXES: tuple[str, ...] = ("model", "loader", "compile_cache", "page_cache", "entrypoint")
+REAL_MODEL = "smollm2-135m"
+
+# Models of the scaling matrix: sizes, depths and vocabularies far enough apart for the PCCs
+# and the per-phase fits (fixtures/catalog.py says what each one is).
+SCALING_MODELS: tuple[str, ...] = (
+    "rand-smollm2-135m-l4",
+    "rand-smollm2-135m-l15",
+    "rand-smollm2-135m-l30",
+    "rand-smollm2-360m",
+    "rand-qwen2.5-0.5b-l6",
+    "rand-qwen2.5-0.5b-l12",
+    "rand-qwen2.5-0.5b",
+    "rand-llama3.2-1b",
+)
+
+
+@dataclass(frozen=True, order=True)
+class Cell:
+    model: str
+    loader: str
+    compile_cache: str
+    page_cache: str
+    entrypoint: str = "offline"
+
+    def params(self) -> dict[str, str]:
+        return asdict(self)
+
+    @property
+    def id(self) -> str:
+        return cell_id(self.params())
+
+
+def _smoke() -> list[Cell]:
+    cells = [Cell(REAL_MODEL, loader, cc, pc)
+             for loader, cc, pc in product(LOADERS, ("cold", "warm"), PAGE_CACHE_MODES)]
+    cells.append(Cell(REAL_MODEL, "safetensors", "cold", "warm", "serve"))
+    return cells
+
+
+def _scaling() -> list[Cell]:
+    from fixtures.catalog import TOKENIZER_SWEEP
+
+    models = list(dict.fromkeys([*SCALING_MODELS, *TOKENIZER_SWEEP]))
+    return [Cell(m, "safetensors", "cold", "warm") for m in models]
+
+
+def _full() -> list[Cell]:
+    from fixtures.catalog import CATALOG
+
+    return [Cell(*point) for point in product(sorted(CATALOG), LOADERS, COMPILE_CACHE_MODES,
+                                              PAGE_CACHE_MODES, ENTRYPOINTS)]
+
+
+MATRICES = {"smoke": _smoke, "scaling": _scaling, "full": _full}
+
+
+def select(matrix: str, **narrow: list[str] | None) -> list[Cell]:
+    """The cells of ``matrix``, narrowed on any axis (``loader=["safetensors"]``, ...).
+
+    ``model`` replaces the matrix's models (every configuration of the matrix, for each model
+    given); the other axes filter. A value an axis does not know, or a selection that leaves
+    no cell, is an error, never an empty run.
+    """
+    if matrix not in MATRICES:
+        raise ValueError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
+    unknown_axes = set(narrow) - set(AXES)
+    if unknown_axes:
+        raise ValueError(f"unknown axis {sorted(unknown_axes)}; axes: {', '.join(AXES)}")
+    allowed = {"loader": LOADERS, "compile_cache": COMPILE_CACHE_MODES,
+               "page_cache": PAGE_CACHE_MODES, "entrypoint": ENTRYPOINTS}
+    cells = MATRICES[matrix]()
+    models = narrow.get("model")
+    if models:
+        from fixtures.catalog import CATALOG
+
+        unknown = [m for m in models if m not in CATALOG]
+        if unknown:
+            raise ValueError(f"unknown model {unknown}; choose from {', '.join(sorted(CATALOG))}")
+        configs = dict.fromkeys((c.loader, c.compile_cache, c.page_cache, c.entrypoint)
+                                for c in cells)
+        cells = [Cell(m, *cfg) for m in models for cfg in configs]
+    for axis, values in narrow.items():
+        if axis == "model" or not values:
+            continue
+        unknown = [v for v in values if v not in allowed[axis]]
+        if unknown:
+            raise ValueError(f"unknown {axis} {unknown}; choose from {', '.join(allowed[axis])}")
+        cells = [c for c in cells if getattr(c, axis) in values]
+    if not cells:
+        raise ValueError(f"no cell of matrix {matrix!r} is left after narrowing "
+                         f"({', '.join(f'{k}={v}' for k, v in narrow.items() if v)})")
+    return cells

@@ -1,0 +1,68 @@
+"""python -m benchmarks.overhead: what the probes cost a boot.
+
+Boots the same model alternately with the probes and without them (a bare ``LLM(...)`` in a
+fresh process group, only its readiness marked), in ABBA order so drift cancels, after one
+discarded boot that warms the framework's own files in the page cache. Prints every pair and
+the median ratio instrumented / bare (target <= 1.02).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.__main__ import resolve_model
+from harness.boot import BootError, BootSpec, run_boot
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.overhead", description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--compile-cache", default="cold", choices=("cold", "off"))
+    ap.add_argument("--out", type=Path, default=None, help="write the pairs as JSON")
+    args = ap.parse_args(argv)
+    if args.pairs < 1:
+        print("overhead: error: --pairs must be >= 1", file=sys.stderr)
+        return 2
+    try:
+        name, path = resolve_model(args.model)
+    except BootError as exc:
+        print(f"overhead: error: {exc}", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="coldstart-overhead-"))
+
+    def boot(instrument: bool, tag: str) -> float:
+        spec = BootSpec(model=name, model_path=path, compile_cache=args.compile_cache,
+                        instrument=instrument, work_dir=work / tag)
+        result = run_boot(spec)
+        if result.ready_s is None:
+            raise SystemExit(f"overhead: error: boot {tag} failed: {result.error}")
+        return result.ready_s
+
+    print("overhead: one discarded boot to warm the framework's files", file=sys.stderr)
+    boot(False, "discarded")
+    pairs = []
+    for i in range(args.pairs):
+        order = (True, False) if i % 2 == 0 else (False, True)
+        walls = {inst: boot(inst, f"{i}-{'probe' if inst else 'bare'}") for inst in order}
+        pairs.append({"instrumented_s": walls[True], "bare_s": walls[False],
+                      "ratio": walls[True] / walls[False]})
+        print(f"pair {i + 1}: instrumented {walls[True]:.2f} s, bare {walls[False]:.2f} s, "
+              f"ratio {walls[True] / walls[False]:.3f}", flush=True)
+    ratios = [p["ratio"] for p in pairs]
+    median = statistics.median(ratios)
+    print(f"median ratio instrumented/bare over {len(pairs)} pairs: {median:.3f} "
+          f"(min {min(ratios):.3f}, max {max(ratios):.3f}; target <= 1.02)")
+    if args.out:
+        args.out.write_text(json.dumps({"model": name, "compile_cache": args.compile_cache,
+                                        "pairs": pairs, "median_ratio": median}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

