@@ -174,6 +174,26 @@ def test_a_build_is_atomic_idempotent_and_redone_for_a_new_recipe(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [".thing.lock", "thing"]
 
 
+def test_concurrent_builders_build_once(tmp_path):
+    code = textwrap.dedent("""
+        import sys, time
+        from pathlib import Path
+        from fixtures._store import materialize
+        def build(folder):
+            with open(sys.argv[2], "a") as log:
+                log.write("built\\n")
+            time.sleep(1.0)
+            return {"name": "shared"}
+        print(materialize(Path(sys.argv[1]), "r1", build))
+    """)
+    target, log = tmp_path / "shared", tmp_path / "builds.log"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(target), str(log)], cwd=REPO_ROOT,
+                              stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    outputs = [p.communicate(timeout=60)[0].strip() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert outputs == [str(target)] * 3 and log.read_text() == "built\n"
+
+
 def test_random_weights_follow_the_model_class_and_shard(tmp_path):
     torch = pytest.importorskip("torch")
     from safetensors.torch import load_file
