@@ -36,7 +36,7 @@ EXPECTED_VOCAB = {
     "tekken-131k": (131072, 131072),
     "qwen2.5-152k": (151665, 151665),
     "qwen3.6-248k": (248077, 248077),
-    "command-r-256k": (256000, None),  # the GGUF spells 42 tokens twice; ids stay 0..255999
+    "command-r-256k": (256000, None),  # the GGUF spells some tokens twice; ids still run 0..255999
 }
 PARIS = "The capital of France is Paris."
 
