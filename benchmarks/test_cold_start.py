@@ -13,7 +13,7 @@ import pytest
 from benchmarks.matrix import Cell
 from harness import pagecache
 from harness.boot import BootError, BootSpec, launch_boot, prepare_boot
-from harness.registry import LOADER_CLASSES, expected_compile_cache
+from harness.registry import LOADER_CLASSES, expected_answer, expected_compile_cache
 from harness.schema import BootResult
 
 MAX_RESIDUAL_SHARE = 0.05
@@ -123,6 +123,14 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
     assert result.compile_cache_observed == expected.observed, (
         f"compile cache {result.compile_cache_observed!r}, expected {expected.observed!r} "
         f"for vLLM {result.vllm_version} on {result.platform}: {expected.reason}")
+
+    answer = result.evidence.get("answer")
+    if answer is not None:
+        expected_ans = expected_answer(result.vllm_version, result.platform, answer["compiled"],
+                                       answer["dtype"])
+        assert answer["correct"] == expected_ans.correct, (
+            f"answer {answer['text']!r}: expected correct={expected_ans.correct} for vLLM "
+            f"{result.vllm_version} on {result.platform}: {expected_ans.reason}")
 
     if entrypoint == "serve":
         assert result.ready_s and result.ttft_s is not None, "serve: no ready or first token"

