@@ -32,7 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
 __all__ = ["FitError", "PhaseModel", "Prediction", "combine_predictions", "fit_phase",
-           "MIN_POINTS_CONSTANT", "MIN_POINTS_LINEAR"]
+           "screening_budget", "MAX_OUTLIER_FRACTION", "MIN_POINTS_CONSTANT",
+           "MIN_POINTS_LINEAR", "MIN_POINTS_OUTLIER_TEST"]
 
 # A line needs one residual degree of freedom beyond its two coefficients for any interval;
 # a constant needs two points.
@@ -40,6 +41,8 @@ MIN_POINTS_LINEAR = 3
 MIN_POINTS_CONSTANT = 2
 # Below this many points an outlier test has too little power to mean anything.
 MIN_POINTS_OUTLIER_TEST = 6
+# The screening leaves out at most this share of a fit's points.
+MAX_OUTLIER_FRACTION = 0.2
 
 
 class FitError(ValueError):
@@ -119,11 +122,22 @@ def _ols(x: np.ndarray | None, y: np.ndarray):
     return sm.OLS(y, design).fit()
 
 
+def screening_budget(n: int, outlier_alpha: float | None,
+                     max_outlier_fraction: float = MAX_OUTLIER_FRACTION) -> int:
+    """How many of ``n`` points the outlier screening of ``fit_phase`` may leave out at most.
+
+    0 without screening (``outlier_alpha`` None) or below ``MIN_POINTS_OUTLIER_TEST`` points.
+    """
+    if outlier_alpha is None or n < MIN_POINTS_OUTLIER_TEST:
+        return 0
+    return int(max_outlier_fraction * n)
+
+
 def fit_phase(phase: str, y: Sequence[float], names: Sequence[str], *,
               feature: str | None = None, x: Sequence[float] | None = None,
               feature_scale: float = 1.0, feature_unit: str = "",
               outlier_alpha: float | None = 0.05,
-              max_outlier_fraction: float = 0.2) -> PhaseModel:
+              max_outlier_fraction: float = MAX_OUTLIER_FRACTION) -> PhaseModel:
     """Fit ``y = b0 + b1 * x / feature_scale`` by OLS, screening outliers first.
 
     Parameters
@@ -158,6 +172,8 @@ def fit_phase(phase: str, y: Sequence[float], names: Sequence[str], *,
     budget = int(max_outlier_fraction * len(yv))
     while (outlier_alpha is not None and len(outliers) < budget
            and keep.sum() >= MIN_POINTS_OUTLIER_TEST and res.df_resid > 1):
+        if not res.scale > 0:  # an exact fit (a sub-phase that is 0 s for every model)
+            break
         test = np.asarray(res.outlier_test(method="bonferroni"))
         p_bonf = test[:, 2]
         worst = int(np.nanargmin(p_bonf))

@@ -28,9 +28,9 @@ from analysis.features import ModelFeatures, feature_value, load_features
 from analysis.model import PhaseModel, Prediction, combine_predictions
 from harness.schema import SchemaError
 
-__all__ = ["load_predictor", "predict_features", "choose_group", "main"]
+__all__ = ["load_predictor", "predict_features", "split_phases", "choose_group", "main"]
 
-SUPPORTED_PREDICTOR_VERSION = 1
+SUPPORTED_PREDICTOR_VERSION = 2  # 1 and 2 (2: sub-phases fitted in place of a phase)
 
 
 def load_predictor(path: str | Path) -> dict[str, Any]:
@@ -70,13 +70,25 @@ def choose_group(doc: dict[str, Any], wanted: dict[str, str | None]) -> dict[str
 
 def predict_features(group: dict[str, Any], features: ModelFeatures,
                      alpha: float = 0.05) -> tuple[dict[str, Prediction], Prediction]:
-    """Per-phase and total predictions of one configuration for one model."""
+    """Per-phase (and fitted sub-phase) and total predictions of one configuration.
+
+    The total sums every entry of the group; a phase fitted as its sub-phases
+    (``group["split"]``) is in it through them (see ``split_phases``).
+    """
     parts = {}
     for name, raw in group["phases"].items():
         model = PhaseModel.model_validate(raw)
         x = None if model.feature is None else feature_value(features, model.feature)
         parts[name] = model.predict(x, alpha)
     return parts, combine_predictions(list(parts.values()), alpha)
+
+
+def split_phases(group: dict[str, Any], parts: dict[str, Prediction],
+                 alpha: float = 0.05) -> dict[str, Prediction]:
+    """Each phase fitted as the sum of its sub-phases: that sum and its interval."""
+    return {phase: combine_predictions([parts[s] for s in subs], alpha)
+            for phase, subs in (group.get("split") or {}).items()
+            if all(s in parts for s in subs)}
 
 
 def _apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures:
@@ -98,15 +110,21 @@ def _apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures
 
 def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Prediction],
              total: Prediction, level: float) -> dict[str, Any]:
+    sums = split_phases(group, parts, 1 - level)
+    phases = {p: {"predicted_s": v.mean_s, "low_s": v.low_s, "high_s": v.high_s,
+                  "feature": group["phases"][p].get("feature"),
+                  "status": group["phases"][p].get("status"),
+                  "extrapolated": v.extrapolated} for p, v in parts.items()}
+    for p, v in sums.items():
+        phases[p] = {"predicted_s": v.mean_s, "low_s": v.low_s, "high_s": v.high_s,
+                     "feature": None, "status": "sum of sub-phases",
+                     "subphases": group["split"][p], "extrapolated": v.extrapolated}
     return {
         "model": features.model,
         "config": group["key"],
         "interval_level": level,
         "total_measured_as": group.get("measured_total"),
-        "phases": {p: {"predicted_s": v.mean_s, "low_s": v.low_s, "high_s": v.high_s,
-                       "feature": group["phases"][p].get("feature"),
-                       "status": group["phases"][p].get("status"),
-                       "extrapolated": v.extrapolated} for p, v in parts.items()},
+        "phases": phases,
         "total": {"predicted_s": total.mean_s, "low_s": total.low_s, "high_s": total.high_s,
                   "extrapolated": total.extrapolated},
         "features": features.model_dump(mode="json"),
@@ -146,6 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     features = _apply_overrides(features, args.set)
     alpha = 1 - args.level
     parts, total = predict_features(group, features, alpha)
+    sums = split_phases(group, parts, alpha)
 
     from rich.console import Console
     from rich.table import Table
@@ -169,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
             flag.append("feature estimated")
         table.add_row(name, feat, f"{p.mean_s:.2f}", f"[{p.low_s:.2f}, {p.high_s:.2f}]",
                       ", ".join(flag))
+        for phase, subs in (group.get("split") or {}).items():
+            if name == subs[-1] and phase in sums:
+                s = sums[phase]
+                table.add_row(phase, "sum of the sub-phases above", f"{s.mean_s:.2f}",
+                              f"[{s.low_s:.2f}, {s.high_s:.2f}]", "")
     table.add_row("total", "", f"{total.mean_s:.2f}", f"[{total.low_s:.2f}, {total.high_s:.2f}]",
                   "outside the training range" if total.extrapolated else "")
     console.print(table)

@@ -41,13 +41,24 @@ def _r_cell(entry: dict[str, Any] | None) -> str:
 
 def _phase_rows(f: GroupFit) -> list[list[str]]:
     rows = []
-    targets = [p for p in f.models] + [s for s in f.pcc if "." in s]
+    targets = []
+    for p in f.models:
+        for phase, subs in f.split.items():
+            if p == subs[0]:
+                targets.append(phase)  # the split phase, then its fitted sub-phases
+        targets.append(p)
+    targets += [s for s in f.pcc if "." in s and s not in f.models]
     for target in targets:
         m = f.models.get(target)
-        entry = f.pcc.get(target)
+        entry = f.pcc.get(target) or {}
         study = _STUDY_PCC.get(target)
         if m is not None and m.status != "fit":
             rows.append([target, "not applicable", "-", "-", "-", "-", "-", "-", "-"])
+            continue
+        if target in f.split:
+            rows.append([target, entry.get("feature", "sum of sub-phases"),
+                         str(entry.get("n", "-")), _r_cell(entry), "-", "-", "-", "-",
+                         ", ".join(entry.get("outliers", [])) or "-"])
             continue
         if m is None:  # a subphase reported for the comparison only
             rows.append([f"  {target.split('.', 1)[1]}", entry.get("feature", "-"),
@@ -58,7 +69,7 @@ def _phase_rows(f: GroupFit) -> list[list[str]]:
         slope = m.slope_per_unit
         feature = f"{m.feature} [{m.feature_unit}]" if m.feature else "constant"
         rows.append([
-            target, feature, str(m.n), _r_cell(entry),
+            f"  {target.split('.', 1)[1]}" if "." in target else target, feature, str(m.n), _r_cell(entry),
             f"{study.pcc:.2f} ({study.study_name})" if study else "-",
             "-" if slope is None else f"{slope:.3g} s per {m.feature_unit or 'unit'}",
             f"{m.coefficients[0]:.2f} s", _fmt(m.r2), ", ".join(m.outliers) or "-",
@@ -211,8 +222,9 @@ def write_markdown(fits: list[GroupFit], data: Dataset, out_dir: Path, *, plots:
             lines += [f"Held out ({len(f.holdout)}): {', '.join(f.holdout)}", ""]
         lines += ["### Phases", ""]
         lines += _md_table(_PHASE_HEADERS, _phase_rows(f))
-        lines += ["", "r is over the points the line was fitted to (outliers left out); "
-                  "r over every training model:"]
+        lines += ["", "r is over the points the line was fitted to (outliers left out); a "
+                  "phase fitted as the sum of its sub-phases (indented below it) gives r of its "
+                  "measured seconds against that sum. r over every training model:"]
         for p, e in f.pcc.items():
             if e.get("r_all") is not None:
                 lines.append(f"- {p}: r = {e['r_all']:.2f} (n = {e['n_all']})")
@@ -221,6 +233,7 @@ def write_markdown(fits: list[GroupFit], data: Dataset, out_dir: Path, *, plots:
         if f.holdout_eval and f.holdout_eval.get("per_model"):
             lines += ["", "### Held-out models", ""]
             phase_names = [p for p in f.models if f.models[p].status == "fit"]
+            phase_names += list(f.split)  # the split phases as a whole, after the rest
             rows = []
             for name, v in f.holdout_eval["per_model"].items():
                 rows.append([name, f"{v['predicted_s']:.2f}",
@@ -240,14 +253,18 @@ def write_markdown(fits: list[GroupFit], data: Dataset, out_dir: Path, *, plots:
                 for n, v in sorted(f.cv["per_model"].items(),
                                    key=lambda kv: -abs(kv[1]["residual_s"]))])
         lines += ["", "### How each feature was chosen", "",
-                  "Leave-one-model-out mean squared error of the phase on the training models "
-                  "only; the lowest wins.", ""]
+                  "Leave-one-model-out errors of the phase on the training models only: their "
+                  "mean square after leaving out the k largest (k = the models the outlier "
+                  "screening may leave out of a fit, 20 %); the lowest wins. The plain LOO MSE "
+                  "is beside it.", ""]
         sel_rows = []
         for phase, table in f.selection.items():
             for t in table:
-                sel_rows.append([phase, t["feature"], _fmt(t["loo_mse_s2"], 4),
+                sel_rows.append([phase, t["feature"], _fmt(t.get("loo_trimmed_mse_s2"), 4),
+                                 _fmt(t.get("trimmed")), _fmt(t["loo_mse_s2"], 4),
                                  "yes" if t["chosen"] else "", t.get("why", "")])
-        lines += _md_table(["phase", "candidate", "LOO MSE s^2", "chosen", "note"], sel_rows)
+        lines += _md_table(["phase", "candidate", "trimmed LOO MSE s^2", "k", "LOO MSE s^2",
+                            "chosen", "note"], sel_rows)
         notes = [(p, n) for p, ns in f.notes.items() for n in ns]
         if notes:
             lines += ["", "### Where the fit is poor, and why", ""]
