@@ -69,7 +69,8 @@ def _phase_rows(f: GroupFit) -> list[list[str]]:
         slope = m.slope_per_unit
         feature = f"{m.feature} [{m.feature_unit}]" if m.feature else "constant"
         rows.append([
-            f"  {target.split('.', 1)[1]}" if "." in target else target, feature, str(m.n), _r_cell(entry),
+            f"  {target.split('.', 1)[1]}" if "." in target else target, feature, str(m.n),
+            _r_cell(entry),
             f"{study.pcc:.2f} ({study.study_name})" if study else "-",
             "-" if slope is None else f"{slope:.3g} s per {m.feature_unit or 'unit'}",
             f"{m.coefficients[0]:.2f} s", _fmt(m.r2), ", ".join(m.outliers) or "-",

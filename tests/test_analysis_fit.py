@@ -38,13 +38,15 @@ def acceptance(tmp_path_factory) -> dict:
 
 
 # The study's names, the held-out names in its data, and what this fit gets (vLLM 0.10.1.1,
-# H100 NVL, 17 training models). r is over the points each line is fitted to.
+# H100 NVL, 17 training models). r is over the points each line is fitted to; torch_compile
+# is fitted as the sum of its two sub-phases, and its r is measured against that sum.
 EXPECTED_PCC = {
-    "tokenizer_init": (0.955, 17, "tokenizer_bytes"),
+    "tokenizer_init": (0.984, 14, "vocab_size"),
     "model_loading": (1.000, 14, "weight_bytes"),
-    "torch_compile": (0.901, 17, "compiled_graph_bytes"),
+    "torch_compile": (0.971, 15, "sum of sub-phases: dynamo_transform ~ compiled_graph_bytes, "
+                                 "compiled_graph_load ~ layers"),
     "torch_compile.dynamo_transform": (0.853, 17, "compiled_graph_bytes"),
-    "torch_compile.compiled_graph_load": (0.940, 17, "compiled_graph_bytes"),
+    "torch_compile.compiled_graph_load": (0.983, 15, "layers"),
     "kv_cache_profiling": (0.666, 17, "active_params"),
     "cuda_graph_capture": (0.870, 17, "weight_bytes_x_capture_sizes"),
 }
@@ -56,23 +58,59 @@ def test_pcc_beside_the_study(acceptance: dict) -> None:
         assert pcc[phase]["r"] == pytest.approx(r, abs=0.005), phase
         assert pcc[phase]["n"] == n and pcc[phase]["feature"] == feature, phase
         assert pcc[phase]["ci_low"] <= pcc[phase]["r"] <= pcc[phase]["ci_high"]
+    assert pcc["torch_compile"]["outliers"] == ["granite4.0-h-32b", "granite4.0-h-3b"]
     study = {f.phase: f.pcc for f in STUDY_REPORTED["pcc"]}
     assert set(study) <= set(pcc)
     assert pcc["framework_bootstrap"]["feature"] == "constant"
 
 
+# Predicted / measured seconds of the held-out five (docs/analysis.md).
+EXPECTED_HOLDOUT = {"falcon-11b": (71.42, 69.21), "gemma-7b": (52.23, 53.50),
+                    "llama3-3b": (33.26, 33.41), "mistral-7b": (49.67, 48.94),
+                    "qwen-7b": (51.07, 51.20)}
+
+
 def test_holdout_errors(acceptance: dict) -> None:
     hold = acceptance["summary"]["holdout"]
     assert set(hold["per_model"]) == set(STUDY_HOLDOUT)
-    # What this white-box fit gets; the study reports MSE 2.42 s^2 and max error 2.08 s.
-    assert hold["mse_s"] == pytest.approx(1.557, abs=0.01)
-    assert hold["mae_s"] == pytest.approx(0.974, abs=0.01)
-    assert hold["max_error_s"] == pytest.approx(2.372, abs=0.01)
+    # What this white-box fit gets (method 2, evaluated once on the five); the study reports
+    # MSE 2.42 s^2 and max error 2.08 s.
+    assert hold["mse_s"] == pytest.approx(1.413, abs=0.01)
+    assert hold["mae_s"] == pytest.approx(0.898, abs=0.01)
+    assert hold["max_error_s"] == pytest.approx(2.208, abs=0.01)
+    for name, (predicted, measured) in EXPECTED_HOLDOUT.items():
+        v = hold["per_model"][name]
+        assert v["predicted_s"] == pytest.approx(predicted, abs=0.01), name
+        assert v["measured_s"] == pytest.approx(measured, abs=0.01), name
     assert hold["mse_s"] <= STUDY_REPORTED["holdout_mse_s2"]
-    # Honest: the max error (gemma-7b, its torch_compile) is above the study's 2.08 s.
+    # Honest: the max error is still above the study's 2.08 s, now falcon-11b's (its model
+    # loading +1.7 s, its 60 layers' graph loading +0.7 s), no longer gemma-7b's compile.
+    assert hold["max_error_s"] > STUDY_REPORTED["holdout_max_error_s"]
     worst = max(hold["per_model"], key=lambda n: abs(hold["per_model"][n]["error_s"]))
-    assert worst == "gemma-7b"
+    assert worst == "falcon-11b"
+    gemma = hold["per_model"]["gemma-7b"]["phases"]["torch_compile"]
+    assert gemma["predicted_s"] == pytest.approx(7.84, abs=0.01)
+    assert gemma["measured_s"] == pytest.approx(9.04, abs=0.01)
     assert all(v["inside_interval"] for v in hold["per_model"].values())
+
+
+def test_first_method_reproduced_with_forced_features(tmp_path: Path) -> None:
+    """The first method's choices, forced (torch_compile then fitted as one phase), give its
+    published result again: MSE 1.557 s^2, max error 2.372 s (gemma-7b)."""
+    from tests.conftest import reference_dir
+
+    ref = reference_dir()
+    if ref is None:
+        pytest.skip("reference data not found at ../shared/reference")
+    first = {"tokenizer_init": "tokenizer_bytes", "torch_compile": "compiled_graph_bytes"}
+    argv = ["--study", str(ref / "figures" / "figure-rest"), "--holdout", ",".join(STUDY_HOLDOUT),
+            "--out-dir", str(tmp_path), "--json", str(tmp_path / "s.json"), "--quiet",
+            "--no-plots"] + [a for p, f in first.items() for a in ("--feature", f"{p}={f}")]
+    assert fit_main(argv) == 0
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["split"] == {} and s["features"]["torch_compile"] == "compiled_graph_bytes"
+    assert s["holdout"]["mse_s"] == pytest.approx(1.557, abs=0.01)
+    assert s["holdout"]["max_error_s"] == pytest.approx(2.372, abs=0.01)
 
 
 def test_study_method_baseline_reproduced(acceptance: dict) -> None:
@@ -88,18 +126,36 @@ def test_features_chosen_on_training_models_only(acceptance: dict) -> None:
     s = acceptance["summary"]
     assert not set(STUDY_HOLDOUT) & set(s["train"])
     assert s["features"] == {
-        "framework_bootstrap": "constant", "tokenizer_init": "tokenizer_bytes",
-        "model_loading": "weight_bytes", "torch_compile": "compiled_graph_bytes",
+        "framework_bootstrap": "constant", "tokenizer_init": "vocab_size",
+        "model_loading": "weight_bytes",
+        "torch_compile.dynamo_transform": "compiled_graph_bytes",
+        "torch_compile.compiled_graph_load": "layers",
         "kv_cache_profiling": "active_params",
         "cuda_graph_capture": "weight_bytes_x_capture_sizes", "residual": "constant"}
+    assert s["split"] == {"torch_compile": ["torch_compile.dynamo_transform",
+                                            "torch_compile.compiled_graph_load"]}
     for phase, table in s["selection"].items():
-        scored = [t for t in table if t["loo_mse_s2"] is not None]
+        scored = [t for t in table if t["loo_trimmed_mse_s2"] is not None]
         if scored:
-            best = min(scored, key=lambda t: t["loo_mse_s2"])
+            best = min(scored, key=lambda t: t["loo_trimmed_mse_s2"])
             assert best["chosen"], phase
+            assert all(t["trimmed"] == 3 for t in scored)  # 20 % of 17 models
+    # The trimmed criterion on the training models (docs/analysis.md, method change 2).
+    trimmed = {(p, t["feature"]): t["loo_trimmed_mse_s2"] for p, table in s["selection"].items()
+               for t in table}
+    assert trimmed[("torch_compile.compiled_graph_load", "layers")] == pytest.approx(0.0397,
+                                                                                   abs=0.001)
+    assert trimmed[("torch_compile.compiled_graph_load", "compiled_graph_bytes")] == \
+        pytest.approx(0.0965, abs=0.001)
+    assert trimmed[("torch_compile.dynamo_transform", "compiled_graph_bytes")] == \
+        pytest.approx(0.461, abs=0.005)
+    assert trimmed[("torch_compile.dynamo_transform", "layers")] == pytest.approx(0.587,
+                                                                                abs=0.005)
     cv = s["cv"]
     assert cv["n"] == 17 and set(cv) >= {"mse_s", "rmse_s", "max_error_s", "mape"}
-    assert cv["excluding_outliers"]["mse_s"] < cv["mse_s"]
+    assert cv["mse_s"] == pytest.approx(783.0, abs=1.0)
+    assert cv["excluding_outliers"]["n"] == 12
+    assert cv["excluding_outliers"]["mse_s"] == pytest.approx(0.379, abs=0.01)
 
 
 def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
@@ -109,10 +165,11 @@ def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
     assert any("granite4.0-h-32b" in n and "outlier" in n for n in notes["model_loading"])
     md = (out / "report.md").read_text()
     assert "Where the fit is poor" in md and "0.92 (KV profiling)" in md
-    for phase in ("model_loading", "torch_compile", "kv_cache_profiling"):
+    for phase in ("model_loading", "torch_compile.dynamo_transform",
+                  "torch_compile.compiled_graph_load", "kv_cache_profiling"):
         assert (out / f"phase_{phase}.png").stat().st_size > 1000
     predictor = json.loads((out / "predictor.json").read_text())
-    assert predictor["predictor_schema_version"] == 1
+    assert predictor["predictor_schema_version"] == 2
     phase = predictor["groups"][0]["phases"]["model_loading"]
     assert phase["feature"] == "weight_bytes" and len(phase["covariance"]) == 2
 
@@ -215,6 +272,102 @@ def test_predict_a_model_never_booted(cpu_results: dict, tmp_path: Path) -> None
     # Two configurations fit the question without --compile-cache: refused, exit 2.
     assert run_cli("analysis.predict", predict_main,
                    [str(new), "--fit", str(out / "predictor.json")]) == 2
+
+
+def _compile_subphases(layers: int, compile_cache: str) -> dict[str, float]:
+    # Dynamo per layer; a cold cache compiles (and loads nothing), a warm one loads.
+    cold = compile_cache == "cold"
+    return {"torch_compile.dynamo_transform": 0.1 + 0.25 * layers,
+            "torch_compile.inductor_compile": 1.5 + 0.3 * layers if cold else 0.0,
+            "torch_compile.compiled_graph_load": 0.0 if cold else 0.2 + 0.1 * layers}
+
+
+def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path) -> None:
+    """Suite results with torch_compile's sub-phases: fitted as their sum, per configuration;
+    the sub-phase that is 0 for every boot (cold: graph load, warm: Inductor) is a constant."""
+    from harness.schema import read_results
+
+    rng = np.random.default_rng(1)
+    entries = []
+    for r in read_results(cpu_results["doc"]):
+        if r.state != "measured":
+            continue
+        layers = {"m0": 2, "m1": 3, "m2": 2, "m3": 4, "m4": 3, "m5": 5, "m6": 4}[r.model]
+        subs = {k: (v + float(rng.normal(0, 0.01)) if v else 0.0)
+                for k, v in _compile_subphases(layers, r.compile_cache).items()}
+        r = r.model_copy(update={"subphases": subs, "phases": {
+            **r.phases, "torch_compile": sum(subs.values())}})
+        entries.append(benchmark_entry(r, name=f"test_boot[{r.model}-{r.compile_cache}]",
+                                       params={"model": r.model, "compile_cache":
+                                               r.compile_cache}))
+    doc = tmp_path / "split.json"
+    write_document(new_document(entries, machine_info={"cpu": {"brand_raw": "X",
+                                                               "count": 2}}), doc)
+    out = tmp_path / "rep"
+    assert fit_main([str(doc), "--holdout", "m6", "--out-dir", str(out), "--json",
+                     str(out / "s.json"), "--quiet"]) == 0
+    s = json.loads((out / "s.json").read_text())
+    for g in s["groups"]:
+        cold = g["config"]["compile_cache"] == "cold"
+        subs = ["torch_compile.dynamo_transform", "torch_compile.inductor_compile",
+                "torch_compile.compiled_graph_load"]
+        assert g["split"] == {"torch_compile": subs}
+        assert "torch_compile" not in g["features"]
+        # (no compile cache here: compiled_graph_bytes is estimated from the layers)
+        assert g["features"]["torch_compile.dynamo_transform"] in ("layers",
+                                                                   "compiled_graph_bytes")
+        zero = subs[2] if cold else subs[1]
+        assert g["features"][zero] == "constant"
+        assert g["pcc"]["torch_compile"]["r"] > 0.99
+        held = g["holdout"]["per_model"]["m6"]
+        assert held["phases"]["torch_compile"]["predicted_s"] == pytest.approx(
+            held["phases"]["torch_compile"]["measured_s"], abs=0.1)
+        assert held["phases"][zero]["predicted_s"] == 0.0
+        assert g["holdout"]["max_error_s"] < 0.15
+    predictor = json.loads((out / "predictor.json").read_text())
+    assert predictor["predictor_schema_version"] == 2
+    assert set(predictor["groups"][0]["split"]) == {"torch_compile"}
+    md = (out / "report.md").read_text()
+    assert "fitted as the sum of its sub-phases" in md
+    plots = sorted(out.glob("g*_phase_torch_compile.dynamo_transform.png"))
+    assert len(plots) == 2 and all(f.stat().st_size > 1000 for f in plots)
+    # A model never booted: the phase is the sum of its sub-phases, inside the total.
+    from analysis.predict import main as predict_main
+
+    pred = tmp_path / "p.json"
+    assert predict_main([str(cpu_results["new"]), "--fit", str(out / "predictor.json"),
+                         "--compile-cache", "warm", "--json", str(pred)]) == 0
+    p = json.loads(pred.read_text())
+    tc = p["phases"]["torch_compile"]
+    assert tc["status"] == "sum of sub-phases"
+    assert tc["predicted_s"] == pytest.approx(sum(v for v in _compile_subphases(
+        3, "warm").values()), abs=0.1)
+    assert tc["low_s"] <= tc["predicted_s"] <= tc["high_s"]
+
+
+def test_torch_compile_not_split_when_subphases_do_not_add_up(cpu_results: dict,
+                                                               tmp_path: Path) -> None:
+    from harness.schema import read_results
+
+    entries = []
+    for r in read_results(cpu_results["doc"]):
+        if r.state != "measured":
+            continue
+        # Only Dynamo is measured (a log without the other lines): no split.
+        r = r.model_copy(update={"subphases": {"torch_compile.dynamo_transform": 0.5}})
+        entries.append(benchmark_entry(r, name=f"b[{r.model}-{r.compile_cache}]",
+                                       params={"model": r.model, "compile_cache":
+                                               r.compile_cache}))
+    doc = tmp_path / "d.json"
+    write_document(new_document(entries, machine_info={"cpu": {"brand_raw": "X",
+                                                               "count": 2}}), doc)
+    out = tmp_path / "rep"
+    assert fit_main([str(doc), "--out-dir", str(out), "--json", str(out / "s.json"),
+                     "--quiet", "--no-plots"]) == 0
+    g = json.loads((out / "s.json").read_text())
+    assert g["split"] == {}
+    assert g["features"]["torch_compile"] in ("layers", "compiled_graph_bytes")
+    assert any("fitted as one phase" in n for n in g["notes"]["torch_compile"])
 
 
 # ------------------------------------------------------------------------------ bad inputs

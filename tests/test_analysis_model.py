@@ -10,7 +10,13 @@ import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.model import FitError, PhaseModel, combine_predictions, fit_phase
+from analysis.model import (
+    FitError,
+    PhaseModel,
+    combine_predictions,
+    fit_phase,
+    screening_budget,
+)
 
 
 def _data(n: int = 12, seed: int = 1):
@@ -62,6 +68,24 @@ def test_outlier_screening_drops_the_gross_point_only() -> None:
     unscreened = fit_phase("model_loading", y, names, feature="weight_bytes", x=x,
                            feature_scale=2**30, outlier_alpha=None)
     assert not unscreened.outliers and unscreened.n == 15
+
+
+def test_screening_budget_and_the_trimmed_criterion() -> None:
+    from analysis.fit import _trimmed_mse
+
+    # As many as the screening may drop: 20 % rounded down, none below 6 points or without it.
+    assert screening_budget(17, 0.05) == 3
+    assert screening_budget(5, 0.05) == 0 and screening_budget(17, None) == 0
+    assert _trimmed_mse([1.0, -2.0, 10.0, 0.5], 1) == pytest.approx((1 + 4 + 0.25) / 3)
+    assert _trimmed_mse([1.0, -2.0], 0) == pytest.approx(2.5)
+
+
+def test_exact_constant_fit_needs_no_screening() -> None:
+    # A sub-phase that is 0 s for every model (graph loading on a cold cache).
+    m = fit_phase("torch_compile.compiled_graph_load", [0.0] * 8, [f"m{i}" for i in range(8)])
+    assert m.coefficients == [0.0] and not m.outliers
+    p = m.predict()
+    assert p.mean_s == p.low_s == p.high_s == 0.0
 
 
 def test_too_few_points() -> None:

@@ -42,9 +42,17 @@ def test_prediction_matches_the_fit_holdout(fitted: dict, tmp_path: Path) -> Non
     held = fitted["summary"]["holdout"]["per_model"]["gemma-7b"]
     assert p["total"]["predicted_s"] == pytest.approx(held["predicted_s"])
     assert p["total"]["low_s"] < p["total"]["predicted_s"] < p["total"]["high_s"]
-    assert set(p["phases"]) >= {"model_loading", "torch_compile", "residual"}
+    assert set(p["phases"]) >= {"model_loading", "torch_compile", "residual",
+                                "torch_compile.dynamo_transform",
+                                "torch_compile.compiled_graph_load"}
     for v in p["phases"].values():
         assert v["low_s"] <= v["predicted_s"] <= v["high_s"]
+    tc = p["phases"]["torch_compile"]
+    assert tc["status"] == "sum of sub-phases"
+    assert tc["predicted_s"] == pytest.approx(held["phases"]["torch_compile"]["predicted_s"])
+    assert tc["predicted_s"] == pytest.approx(
+        p["phases"]["torch_compile.dynamo_transform"]["predicted_s"]
+        + p["phases"]["torch_compile.compiled_graph_load"]["predicted_s"])
 
 
 def test_from_an_hf_config_and_overrides(fitted: dict, tmp_path: Path, capsys) -> None:
@@ -53,14 +61,21 @@ def test_from_an_hf_config_and_overrides(fitted: dict, tmp_path: Path, capsys) -
                                "intermediate_size": 11008, "num_hidden_layers": 32,
                                "num_attention_heads": 32, "vocab_size": 32000,
                                "torch_dtype": "float16"}))
-    # No tokenizer files beside the config: the tokenizer size is unknown.
-    argv = [str(cfg), "--fit", str(fitted["predictor"])]
+    # A feature a line needs and the input lacks: exit 2, saying how to give it. (The
+    # tokenizer line is on vocab_size, which the config has; a features file without it.)
+    bare = json.loads(fitted["gemma"].read_text()) | {"vocab_size": None}
+    (tmp_path / "bare.json").write_text(json.dumps(bare))
+    argv = [str(tmp_path / "bare.json"), "--fit", str(fitted["predictor"])]
     assert run_cli("analysis.predict", predict_main, argv) == 2
-    assert "--set tokenizer_bytes" in capsys.readouterr().err
+    assert "--set vocab_size" in capsys.readouterr().err
+    assert predict_main(argv + ["--set", "vocab_size=256000"]) == 0
+    capsys.readouterr()
     out = tmp_path / "p.json"
-    assert predict_main([str(cfg), "--fit", str(fitted["predictor"]), "--set",
-                         "tokenizer_bytes=1842767", "--json", str(out)]) == 0
+    # No tokenizer files beside the config: tokenizer_bytes is unknown and not needed.
+    assert predict_main([str(cfg), "--fit", str(fitted["predictor"]), "--json",
+                         str(out)]) == 0
     p = json.loads(out.read_text())
+    assert p["features"]["tokenizer_bytes"] is None
     # Llama-2-7B: 12.55 GiB loaded at about 2 s/GiB on the study's machine.
     assert p["phases"]["model_loading"]["predicted_s"] == pytest.approx(24.9, abs=0.5)
     assert "weight_bytes" in p["estimated_features"]
