@@ -350,7 +350,9 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
     log_msgs = [r.get("msg", "") for r in tl.logs]
     ready = tl.first_mark("ready")
     first_token = tl.first_mark("first_token")
-    platform = child.get("platform") or _platform_from_logs(log_msgs)
+    scan = _scan_logs(log_msgs, version)
+    # The offline child asks vLLM; the serve child cannot (the server is another process).
+    platform = child.get("platform") or (scan.facts.get("platform") if scan else None)
     engine_kwargs = spec.effective_engine_kwargs()
     compile_enabled = not engine_kwargs.get("enforce_eager", False)
 
@@ -413,7 +415,7 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         ttft_s=(first_token - ready) / 1e9 if (first_token and ready) else None,
         response_text=answer,
         compile_cache_observed=_compile_cache_observed(tl, spec, log_msgs),
-        log_durations=_log_durations(log_msgs, version),
+        log_durations={k: float(v) for k, v in scan.durations.items()} if scan else {},
         events=events_out,
         shims=child.get("shims", []) + sorted({
             next((f"{x.name}: {x.reason}" for x in shims_for(version, spec.loader)
@@ -524,23 +526,10 @@ def _identity(spec: BootSpec, version: str | None) -> dict[str, Any]:
             "entrypoint": spec.entrypoint, "vllm_version": version}
 
 
-def _platform_from_logs(msgs: list[str]) -> str | None:
-    for m in msgs:
-        if "Automatically detected platform" in m:
-            return m.rsplit(" ", 1)[-1].strip(".").lower()
-    return None
-
-
-def _log_durations(msgs: list[str], version: str | None) -> dict[str, float]:
-    """vLLM's own reported durations, through the log reader (the second source)."""
+def _scan_logs(msgs: list[str], version: str | None):
+    """vLLM's own log records of the boot, through the log reader (the second source)."""
     try:
         from harness.logs import scan_lines
     except ImportError:  # the log reader is optional for a boot
-        return {}
-    scan = scan_lines(msgs, version)
-    out: dict[str, float] = {}
-    for key, value in scan.durations.items():
-        if isinstance(value, list):
-            value = sum(value)
-        out[key] = float(value)
-    return out
+        return None
+    return scan_lines(msgs, version)

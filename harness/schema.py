@@ -48,7 +48,7 @@ PHASES: tuple[Phase, ...] = (
     Phase(
         "model_loading",
         "model structure init plus weight loading",
-        ("model_init", "load_weights"),
+        ("model_init", "load_weights", "process_weights"),
         "parameters x bytes per parameter",
     ),
     Phase(

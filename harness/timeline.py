@@ -231,6 +231,7 @@ def cut_phases(tl: Timeline, end: int, *, platform: str | None, compile_enabled:
             [(executor, worker_init)] if executor and worker_init else [])
     own_sub("framework_bootstrap.device_init", tl.intervals.get("framework_bootstrap.device_init", []))
     for name in ("model_loading.model_init", "model_loading.load_weights",
+                 "model_loading.process_weights",
                  "kv_cache_profiling.memory_profiling", "kv_cache_profiling.kv_cache_allocation",
                  "torch_compile.compiled_graph_load"):
         own_sub(name, tl.intervals.get(name, []))
