@@ -1,0 +1,64 @@
+"""python -m analysis.table out.json [--markdown]: one row per cell, the phases as columns.
+
+What an operator reads first: where the seconds of each configuration went, what the caches
+did, and how fast the weights came in against what the storage gives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from analysis._cli import run_cli
+from harness.schema import PHASE_NAMES, BootResult, read_results
+
+SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
+         "model_loading": "loading", "torch_compile": "compile",
+         "kv_cache_profiling": "kv profiling", "cuda_graph_capture": "graphs"}
+
+
+def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
+    headers = ["model", "loader", "compile_cache", "page_cache", "entrypoint", "state",
+               *(SHORT[p] for p in PHASE_NAMES), "residual", "ready (s)", "ttft (s)",
+               "compile cache seen", "weights GB/s", "of floor", "read from storage"]
+    out = []
+    for r in results:
+        w = r.evidence.get("weights", {})
+
+        def num(v, fmt="{:.2f}"):
+            return "-" if v is None else fmt.format(v)
+
+        out.append([r.model, r.loader or "-", r.compile_cache or "-", r.page_cache or "-",
+                    r.entrypoint or "-", r.state, *(num(r.phases[p]) for p in PHASE_NAMES),
+                    num(r.residual_s), num(r.wall_s, "{:.1f}"), num(r.ttft_s, "{:.3f}"),
+                    r.compile_cache_observed or "-", num(w.get("load_gbps")),
+                    num(w.get("fraction_of_floor"), "{:.0%}"),
+                    num(w.get("storage_read_bytes"), "{:,}") if "storage_read_bytes" in w else "-"])
+    return headers, out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m analysis.table", description=__doc__.split("\n")[0])
+    ap.add_argument("json", nargs="+")
+    ap.add_argument("--markdown", action="store_true", help="print a markdown table")
+    args = ap.parse_args(argv)
+    results = [r for path in args.json for r in read_results(path)]
+    headers, body = rows(results)
+    if args.markdown:
+        print("| " + " | ".join(headers) + " |")
+        print("|" + "---|" * len(headers))
+        for row in body:
+            print("| " + " | ".join(row) + " |")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(*headers)
+    for row in body:
+        table.add_row(*row)
+    Console(width=300).print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_cli("analysis.table", main))
