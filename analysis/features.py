@@ -704,3 +704,36 @@ def load_features(target: str | Path, *, platform: str | None = None,
             compiled_graph_bytes_from_cache(compile_cache_dir)
         feats.estimated = [e for e in feats.estimated if e != "compiled_graph_bytes"]
     return feats
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m analysis.features RESULT.json ... -o features.json``: the features of every
+    model in the result files, read from their model folders, as a file ``--features`` takes
+    (so a fit can be repeated where the model folders are not)."""
+    import argparse
+
+    from harness.schema import read_results
+
+    ap = argparse.ArgumentParser(prog="python -m analysis.features", description=main.__doc__)
+    ap.add_argument("results", nargs="+")
+    ap.add_argument("-o", "--out", required=True)
+    args = ap.parse_args(argv)
+    out: dict[str, Any] = {}
+    for path in args.results:
+        for r in read_results(path):
+            if r.model in out or r.state != "measured" or not r.model_path:
+                continue
+            feats = from_model_dir(r.model_path, model=r.model, platform=r.platform,
+                                   vllm_version=r.vllm_version)
+            out[r.model] = feats.model_dump(mode="json")
+    Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    print(f"features of {len(out)} models -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    from analysis._cli import run_cli
+
+    sys.exit(run_cli("analysis.features", main))
