@@ -461,12 +461,9 @@ def _finish(arch: dict[str, Any], *, model: str, source: str, params: int | None
 
 
 def _read_config(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise FeatureError(f"{path}: no such file")
-    try:
-        cfg = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise FeatureError(f"{path}: not JSON ({exc})") from exc
+    from harness.schema import read_json
+
+    cfg = read_json(path, FeatureError)
     if not isinstance(cfg, dict):
         raise FeatureError(f"{path}: not a model config (expected a JSON object)")
     return cfg

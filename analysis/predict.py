@@ -26,7 +26,7 @@ from analysis._cli import InputError, run_cli
 from analysis.dataset import CONFIG_FIELDS, config_label
 from analysis.features import ModelFeatures, feature_value, load_features
 from analysis.model import PhaseModel, Prediction, combine_predictions
-from harness.schema import SchemaError
+from harness.schema import SchemaError, read_json
 
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group", "main"]
 
@@ -36,12 +36,7 @@ SUPPORTED_PREDICTOR_VERSION = 2  # 1 and 2 (2: sub-phases fitted in place of a p
 def load_predictor(path: str | Path) -> dict[str, Any]:
     """Read and check a predictor file written by ``analysis.fit``."""
     p = Path(path)
-    if not p.is_file():
-        raise SchemaError(f"{p}: no such file")
-    try:
-        doc = json.loads(p.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SchemaError(f"{p}: not JSON ({exc})") from exc
+    doc = read_json(p)
     if not isinstance(doc, dict) or "predictor_schema_version" not in doc:
         raise SchemaError(f"{p}: no predictor_schema_version: not a predictor file of analysis.fit")
     version = doc["predictor_schema_version"]

@@ -112,10 +112,10 @@ def _summary_lines(f: GroupFit) -> list[str]:
 
 def print_terminal(fits: list[GroupFit], data: Dataset) -> None:
     """The phase table, the held-out models and the error summary, per configuration."""
+    import sys
+
     from rich.console import Console
     from rich.table import Table
-
-    import sys
 
     console = Console(width=None if sys.stdout.isatty() else 160)
     for f in fits:

@@ -50,6 +50,7 @@ from harness.schema import (
     SchemaError,
     benchmark_entry,
     new_document,
+    read_json,
     write_document,
 )
 from harness.study import STUDY_PHASE_MAP
@@ -239,12 +240,7 @@ def _records(path: Path, content: dict[str, Any], facts: dict[str, _LogFacts]) -
 
 
 def _load_comparison(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise SchemaError(f"{path}: no such file")
-    try:
-        content = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SchemaError(f"{path}: not JSON ({exc})") from exc
+    content = read_json(path)
     if not is_study_file(content):
         raise SchemaError(f"{path}: not a study comparison_results.json (no labels / data)")
     return content

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import pytest
 

@@ -203,6 +203,17 @@ def _result_from(data: dict[str, Any], where: str) -> BootResult:
         raise SchemaError(f"{where}: not a BootResult: {str(exc).splitlines()[0]}") from exc
 
 
+def read_json(path: str | Path, error: type[Exception] = SchemaError) -> Any:
+    """A JSON file's content, or ``error`` with one line naming the file and the problem."""
+    p = Path(path)
+    if not p.is_file():
+        raise error(f"{p}: no such file")
+    try:
+        return json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise error(f"{p}: not JSON ({exc})") from exc
+
+
 def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResult]:
     """Read every boot in a result document, a BootResult JSON, or a list of them.
 
@@ -218,12 +229,7 @@ def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResu
         The file is missing, is not JSON, or does not hold this suite's schema.
     """
     p = Path(path)
-    if not p.is_file():
-        raise SchemaError(f"{p}: no such file")
-    try:
-        data = json.loads(p.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SchemaError(f"{p}: not JSON ({exc})") from exc
+    data = read_json(p)
     if isinstance(data, list):
         return [_result_from(d, f"{p}[{i}]") for i, d in enumerate(data)]
     if not isinstance(data, dict):

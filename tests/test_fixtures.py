@@ -18,9 +18,19 @@ from pathlib import Path
 import pytest
 
 from fixtures import catalog
-from fixtures.catalog import (ARCHITECTURES, CATALOG, LAYER_SWEEPS, MANIFEST_NAME, TOKENIZER_SWEEP, TOKENIZERS,
-                              UnknownFixtureError, ensure_model, ensure_tokenizer, fixture_root, read_manifest,
-                              recipe_id)
+from fixtures.catalog import (
+    ARCHITECTURES,
+    CATALOG,
+    LAYER_SWEEPS,
+    TOKENIZER_SWEEP,
+    TOKENIZERS,
+    UnknownFixtureError,
+    ensure_model,
+    ensure_tokenizer,
+    fixture_root,
+    read_manifest,
+    recipe_id,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 # Tokenizer name -> (largest id + 1, distinct tokens), from the sources' own documentation.
