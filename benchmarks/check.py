@@ -8,22 +8,26 @@ every measured cell with all six phases accounted for. Exit 0 good, 1 not, 2 unr
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from benchmarks.matrix import AXES, select
-from harness.schema import PHASE_NAMES, SchemaError, cell_id, read_results
+from benchmarks.matrix import AXES, AXIS_OPTIONS, select
+from harness.schema import (
+    NOT_APPLICABLE_PREFIX,
+    PHASE_NAMES,
+    SchemaError,
+    cell_id,
+    read_json,
+    read_results,
+)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.check", description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path)
     ap.add_argument("--matrix", default="smoke")
-    for axis, plural in (("model", "models"), ("loader", "loaders"),
-                         ("compile_cache", "compile-caches"), ("page_cache", "page-caches"),
-                         ("entrypoint", "entrypoints")):
-        ap.add_argument(f"--{plural}", dest=axis, default=None)
+    for axis, option in AXIS_OPTIONS.items():
+        ap.add_argument(f"--{option}", dest=axis, default=None)
     ap.add_argument("--allow-failed", action="store_true")
     args = ap.parse_args(argv)
     try:
@@ -42,10 +46,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         line = f"{cell.id}: {r.state}"
         if r.state == "measured":
-            unaccounted = [p for p in PHASE_NAMES if r.phases[p] is None
-                           and not r.phase_notes.get(p)]
-            if unaccounted:
-                problems.append(f"{cell.id}: phases without value or reason: {unaccounted}")
+            # A measured boot may leave a phase empty only where it does not apply.
+            missing = [p for p in PHASE_NAMES if r.phases[p] is None
+                       and not r.phase_notes.get(p, "").startswith(NOT_APPLICABLE_PREFIX)]
+            if missing:
+                problems.append(f"{cell.id}: phases not measured: "
+                                f"{ {p: r.phase_notes.get(p) for p in missing} }")
             line += f", ready in {r.wall_s:.1f} s"
         else:
             detail = r.error or r.skip_reason
@@ -53,10 +59,14 @@ def main(argv: list[str] | None = None) -> int:
             if not args.allow_failed:
                 problems.append(line)
         print(line)
-    doc = json.loads(args.json.read_text())
+    doc = read_json(args.json)
     for key in ("machine_info", "coldstart"):
         if key not in doc:
             problems.append(f"no {key!r} in {args.json}")
+    for bench in doc.get("benchmarks", []):
+        failed_checks = (bench.get("extra_info") or {}).get("checks_failed")
+        if failed_checks:
+            problems.append(f"{bench.get('param')}: assertions failed: {failed_checks}")
     for p in problems:
         print(f"check: {p}", file=sys.stderr)
     print(f"check: {len(expected)} cells expected, {len(problems)} problem(s)")

@@ -4,15 +4,16 @@ pytest-benchmark is used as designed (``benchmark.pedantic`` for single-shot col
 measurements, ``extra_info`` for the phases, its hooks for machine info and the JSON) and
 extended only through its hooks. Two of its habits are corrected here:
 
-- an errored benchmark is left out of its JSON: every cell's BootResult is also written to a
-  JSON-lines log as soon as the cell ends, and cells missing from ``benchmarks`` (failed
-  setup, skipped) go under ``coldstart.unrecorded`` in the JSON;
-- ``--resume FILE`` skips cells already measured in FILE and carries their entries over.
+- an errored benchmark is left out of its JSON, and no JSON is written when nothing was
+  measured: every cell's BootResult is also appended to ``<json>.cells.jsonl`` as the cell
+  ends, cells missing from ``benchmarks`` go under ``coldstart.unrecorded``, and the document
+  is written by us when pytest-benchmark writes none;
+- ``--resume FILE`` skips cells measured in FILE with all their checks passing (on the same
+  machine and vLLM, unless ``--resume-any-machine``) and carries their entries over.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
@@ -21,31 +22,35 @@ from typing import Any
 
 import pytest
 
-from benchmarks.matrix import AXES, MATRICES, Cell, select
+from benchmarks.matrix import AXES, AXIS_OPTIONS, MATRICES, Cell, select
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
     BootResult,
     cell_id,
     new_document,
+    read_json,
     write_document,
 )
+
+# machine_info.coldstart keys two runs must share for one's cells to stand in for the other's
+RESUME_MUST_MATCH = ("platform", "vllm", "torch", "cpu_model", "cpu_count")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("vllm-coldstart", "vLLM cold-start benchmark matrix")
     group.addoption("--matrix", default="smoke", choices=sorted(MATRICES),
                     help="which matrix to run (default: smoke)")
-    for axis, plural in (("model", "models"), ("loader", "loaders"),
-                         ("compile_cache", "compile-caches"), ("page_cache", "page-caches"),
-                         ("entrypoint", "entrypoints")):
-        group.addoption(f"--{plural}", dest=f"coldstart_{axis}", default=None,
+    for axis, option in AXIS_OPTIONS.items():
+        group.addoption(f"--{option}", dest=f"coldstart_{axis}", default=None,
                         help=f"comma-separated values: narrow the {axis} axis")
     group.addoption("--rounds", type=int, default=1, help="boots per cell (default 1)")
     group.addoption("--boot-timeout", type=float, default=900.0,
                     help="hard limit for one boot, in seconds (default 900)")
     group.addoption("--resume", type=Path, default=None,
                     help="a JSON of an earlier run: skip its measured cells, keep their results")
+    group.addoption("--resume-any-machine", action="store_true",
+                    help="with --resume: accept cells measured on another machine or vLLM")
     group.addoption("--runai-concurrency", type=int, default=4,
                     help="Run:ai Model Streamer reader threads (default 4)")
     group.addoption("--cells-log", type=Path, default=None,
@@ -64,6 +69,18 @@ def _selected_cells(config: pytest.Config) -> list[Cell]:
         raise pytest.UsageError(str(exc)) from None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Bad options stop the session here, once, with pytest's usage exit code."""
+    if not hasattr(config.option, "matrix"):
+        return
+    if config.getoption("rounds") < 1:
+        raise pytest.UsageError("--rounds must be >= 1")
+    if config.getoption("boot_timeout") <= 0:
+        raise pytest.UsageError("--boot-timeout must be > 0")
+    resume = config.getoption("resume")
+    config._coldstart_resumed = _resumable_entries(config, resume) if resume else {}
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not set(AXES) <= set(metafunc.fixturenames):
         return
@@ -78,16 +95,11 @@ class ColdstartSession:
     def __init__(self, config: pytest.Config):
         self.config = config
         self.rounds = config.getoption("rounds")
-        if self.rounds < 1:
-            raise pytest.UsageError("--rounds must be >= 1")
         self.boot_timeout = config.getoption("boot_timeout")
         self.runai_concurrency = config.getoption("runai_concurrency")
         self.results: dict[str, BootResult] = {}
         self.floors: dict[tuple, dict[str, Any]] = {}
-        self.resumed: dict[str, dict[str, Any]] = {}
-        resume = config.getoption("resume")
-        if resume is not None:
-            self.resumed = _measured_entries(resume)
+        self.resumed: dict[str, dict[str, Any]] = getattr(config, "_coldstart_resumed", {})
         log = config.getoption("cells_log")
         if log is None:
             bench_json = config.getoption("benchmark_json", None)
@@ -96,22 +108,33 @@ class ColdstartSession:
         self.cells_log = Path(log)
         self.cells_log.parent.mkdir(parents=True, exist_ok=True)
 
-    def record(self, cell: Cell, result: BootResult) -> None:
+    def record(self, cell: Cell, result: BootResult, checks_failed: list[str] | None = None):
+        import json
+
         self.results[cell.id] = result
         with open(self.cells_log, "a") as fh:
             fh.write(json.dumps({"cell": cell.id, "params": cell.params(),
+                                 "checks_failed": checks_failed or [],
                                  "result": result.model_dump(mode="json")}) + "\n")
 
 
-def _measured_entries(path: Path) -> dict[str, dict[str, Any]]:
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise pytest.UsageError(f"--resume {path}: cannot read it ({exc})") from None
+def _resumable_entries(config: pytest.Config, path: Path) -> dict[str, dict[str, Any]]:
+    doc = read_json(path, pytest.UsageError)
+    if not config.getoption("resume_any_machine"):
+        from benchmarks.provenance import machine_facts
+
+        theirs = (doc.get("machine_info") or {}).get(DOCUMENT_KEY) or {}
+        ours = machine_facts()
+        differ = {k: (theirs.get(k), ours.get(k)) for k in RESUME_MUST_MATCH
+                  if theirs.get(k) != ours.get(k)}
+        if differ:
+            raise pytest.UsageError(f"--resume {path}: measured elsewhere ({differ}); "
+                                    "pass --resume-any-machine to reuse its cells anyway")
     out = {}
     for entry in doc.get("benchmarks", []):
-        params = entry.get("params") or {}
-        if (entry.get("extra_info") or {}).get("state") == "measured" and set(AXES) <= set(params):
+        params, extra = entry.get("params") or {}, entry.get("extra_info") or {}
+        if (extra.get("state") == "measured" and not extra.get("checks_failed")
+                and set(AXES) <= set(params)):
             out[cell_id({a: params[a] for a in AXES})] = entry
     return out
 
@@ -119,8 +142,12 @@ def _measured_entries(path: Path) -> dict[str, dict[str, Any]]:
 @pytest.fixture(scope="session")
 def coldstart(pytestconfig: pytest.Config) -> ColdstartSession:
     session = ColdstartSession(pytestconfig)
-    pytestconfig._coldstart = session  # read back by the JSON hook
+    pytestconfig._coldstart = session  # read back by the JSON hooks
     return session
+
+
+def _first_line(text: str, fallback: str) -> str:
+    return (text.strip().splitlines() or [fallback])[0][:1000]
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -137,53 +164,65 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return
     if report.failed or report.skipped:
         state = "skipped" if report.skipped else "failed"
-        reason = str(call.excinfo.value) if call.excinfo else report.longreprtext[-500:]
-        fields = cell.params()
+        exc = call.excinfo.value if call.excinfo else None
+        reason = _first_line(str(exc) if exc is not None else report.longreprtext,
+                             type(exc).__name__ if exc is not None else state)
         session.record(cell, BootResult(
-            state=state, error=reason.splitlines()[0][:1000] if state == "failed" else None,
-            skip_reason=reason.splitlines()[0][:1000] if state == "skipped" else None,
-            log_tail=report.longreprtext[-3000:] if state == "failed" else None, **fields))
+            state=state, error=reason if state == "failed" else None,
+            skip_reason=reason if state == "skipped" else None,
+            log_tail=report.longreprtext[-3000:] if state == "failed" else None,
+            **cell.params()))
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     from benchmarks.provenance import machine_facts
 
-    machine_info["coldstart"] = machine_facts()
+    machine_info[DOCUMENT_KEY] = machine_facts()
 
 
-def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list,
-                                 output_json: dict) -> None:
+def _complete(config: pytest.Config, doc: dict) -> dict:
+    """Add what pytest-benchmark leaves out: resumed cells, unrecorded cells, our metadata."""
     session: ColdstartSession | None = getattr(config, "_coldstart", None)
+    resumed = getattr(config, "_coldstart_resumed", {})
+    benchmarks = doc.setdefault("benchmarks", [])
+    # An entry without our fields (an error between the boot and extra_info) is not a result.
+    benchmarks[:] = [b for b in benchmarks if "phases" in (b.get("extra_info") or {})]
     present = {cell_id({a: b["params"][a] for a in AXES})
-               for b in output_json.get("benchmarks", []) if set(AXES) <= set(b.get("params") or {})}
-    unrecorded = []
-    if session is not None:
-        for cid, entry in session.resumed.items():
-            if cid not in present:
-                output_json["benchmarks"].append(entry)
-                present.add(cid)
-        unrecorded = [r.model_dump(mode="json") for cid, r in session.results.items()
-                      if cid not in present]
-    output_json[DOCUMENT_KEY] = {
+               for b in benchmarks if set(AXES) <= set(b.get("params") or {})}
+    for cid, entry in resumed.items():
+        if cid not in present:
+            benchmarks.append(entry)
+            present.add(cid)
+    unrecorded = [r.model_dump(mode="json") for cid, r in (session.results.items()
+                  if session else []) if cid not in present]
+    doc[DOCUMENT_KEY] = {
         "schema_version": SCHEMA_VERSION,
         "matrix": config.getoption("matrix"),
+        "rounds": config.getoption("rounds"),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": platform.node(),
         "pid": os.getpid(),
         "unrecorded": unrecorded,
     }
+    return doc
+
+
+def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list,
+                                 output_json: dict) -> None:
+    _complete(config, output_json)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """pytest-benchmark writes no JSON at all when no cell got as far as a measurement:
-    write the document ourselves then, so that the failed and skipped cells are not lost."""
+    """pytest-benchmark writes no JSON when no cell got as far as a measurement: write the
+    document ourselves then, so failed, skipped and resumed cells are not lost."""
     config = session.config
-    coldstart: ColdstartSession | None = getattr(config, "_coldstart", None)
     path = config.getoption("benchmark_json", None)
     bench_session = getattr(config, "_benchmarksession", None)
-    if coldstart is None or path is None or (bench_session and bench_session.benchmarks):
+    if path is None or not hasattr(config, "_coldstart") or (bench_session
+                                                              and bench_session.benchmarks):
         return
-    doc = new_document(unrecorded=list(coldstart.results.values()))
-    doc[DOCUMENT_KEY]["matrix"] = config.getoption("matrix")
-    write_document(doc, path)
+    from benchmarks.provenance import machine_facts
+
+    doc = new_document(machine_info={DOCUMENT_KEY: machine_facts()})
+    write_document(_complete(config, doc), path)

@@ -13,6 +13,10 @@ from itertools import product
 from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, cell_id
 
 AXES: tuple[str, ...] = ("model", "loader", "compile_cache", "page_cache", "entrypoint")
+# The command-line option that narrows each axis (pytest benchmarks/, benchmarks.check).
+AXIS_OPTIONS: dict[str, str] = {"model": "models", "loader": "loaders",
+                                "compile_cache": "compile-caches", "page_cache": "page-caches",
+                                "entrypoint": "entrypoints"}
 REAL_MODEL = "smollm2-135m"
 
 # Models of the scaling matrix: sizes, depths and vocabularies far enough apart for the PCCs

@@ -11,11 +11,30 @@ import pytest
 
 from benchmarks.matrix import Cell
 from harness import pagecache
-from harness.boot import BootError, BootSpec, launch_boot, prepare_boot
+from harness.boot import (
+    BootError,
+    BootSpec,
+    discard_work_dir,
+    keep_as_warm_cache,
+    launch_boot,
+    prepare_boot,
+)
 from harness.registry import LOADER_CLASSES, expected_answer, expected_compile_cache
-from harness.schema import BootResult
+from harness.schema import NOT_APPLICABLE_PREFIX, BootResult
 
 MAX_RESIDUAL_SHARE = 0.05
+
+
+class _Unreachable(Exception):
+    """The page-cache state a round needs could not be reached: the round is skipped.
+
+    An ``Exception`` (pytest's Skipped is not one), so pytest-benchmark marks the benchmark
+    as errored and leaves it out of its JSON instead of failing on empty statistics.
+    """
+
+    def __init__(self, result: BootResult):
+        super().__init__(result.skip_reason)
+        self.result = result
 
 
 def _spec(cell: Cell, coldstart) -> BootSpec:
@@ -33,7 +52,7 @@ def _spec(cell: Cell, coldstart) -> BootSpec:
                     entrypoint=cell.entrypoint, timeout_s=coldstart.boot_timeout,
                     runai_concurrency=coldstart.runai_concurrency,
                     tensorizer_uri=tensorizer_uri,
-                    # Random weights answer nonsense; the real model must answer right.
+                    # Random weights answer nonsense; the real model's answer is checked.
                     expect_in_answer="Paris" if real else None)
 
 
@@ -41,9 +60,8 @@ def _storage_floor(spec: BootSpec, coldstart) -> dict:
     """A plain sequential read of the same weight files in the same page-cache state."""
     key = (str(spec.model_path), spec.loader, spec.page_cache)
     if key not in coldstart.floors:
-        suffix = ".tensors" if spec.loader == "tensorizer" else ".safetensors"
-        files = [f for f in spec.weight_files() if f.suffix == suffix]
-        coldstart.floors[key] = pagecache.sequential_read_gbps(files, spec.page_cache)
+        coldstart.floors[key] = pagecache.sequential_read_gbps(spec.weight_payload_files(),
+                                                               spec.page_cache)
     return coldstart.floors[key]
 
 
@@ -51,9 +69,65 @@ def _median_round(rounds: list[BootResult]) -> BootResult:
     measured = [r for r in rounds if r.state == "measured"]
     if not measured:
         return rounds[-1]
-    walls = sorted(r.wall_s for r in measured)
-    target = statistics.median_low(walls)
+    target = statistics.median_low(sorted(r.wall_s for r in measured))
     return next(r for r in measured if r.wall_s == target)
+
+
+def check_cell(result: BootResult, cell: Cell, rounds: list[BootResult]) -> list[str]:
+    """Every assertion a cell makes, as a list of what failed (empty: all held)."""
+    failed: list[str] = []
+
+    def expect(ok: bool, message: str) -> None:
+        if not ok:
+            failed.append(message)
+
+    bad_rounds = [r for r in rounds if r.state != "measured"]
+    expect(not bad_rounds, f"{len(bad_rounds)} of {len(rounds)} rounds not measured: "
+                           f"{[r.error or r.skip_reason for r in bad_rounds]}")
+    if result.state != "measured":
+        return failed + [f"boot {result.state}: {result.error or result.skip_reason}"]
+    wall = result.wall_s
+    expect(abs(result.phase_sum_s() + result.residual_s - wall) <= 1e-6 * max(wall, 1.0),
+           "phases + residual != wall")
+    expect(result.residual_s <= MAX_RESIDUAL_SHARE * wall,
+           f"residual {result.residual_s:.2f} s is {result.residual_s / wall:.1%} of the boot "
+           f"({result.evidence.get('residual_parts_s')}): a phase boundary moved in this vLLM")
+    for name in ("framework_bootstrap", "tokenizer_init", "model_loading", "kv_cache_profiling"):
+        expect(bool(result.phases[name]), f"{name} not measured: {result.phase_notes.get(name)}")
+    if cell.compile_cache == "off":
+        expect(result.phases["torch_compile"] is None, "compile_cache=off, but something compiled")
+    else:
+        expect(bool(result.phases["torch_compile"]), "torch_compile not measured")
+    if result.platform != "cuda":
+        expect(result.phase_notes.get("cuda_graph_capture", "").startswith(NOT_APPLICABLE_PREFIX),
+               f"cuda_graph_capture on {result.platform}: {result.phases['cuda_graph_capture']}")
+
+    ran = " ".join(result.evidence.get("loader_targets", []))
+    expect(LOADER_CLASSES[cell.loader] in ran, f"asked for {cell.loader}, probes saw {ran!r}")
+
+    # The page cache was as the cell says: proven by what weight loading read from storage.
+    weights = result.evidence.get("weights", {})
+    if cell.page_cache == "evicted" and "storage_read_bytes" in weights:
+        expect(weights["storage_read_bytes"] >= 0.5 * weights["file_bytes"],
+               f"page_cache=evicted, but weight loading read only "
+               f"{weights['storage_read_bytes']:,} of {weights['file_bytes']:,} B from storage")
+
+    expected = expected_compile_cache(result.vllm_version, result.platform, cell.compile_cache)
+    expect(result.compile_cache_observed == expected.observed,
+           f"compile cache {result.compile_cache_observed!r}, expected {expected.observed!r} "
+           f"for vLLM {result.vllm_version} on {result.platform}: {expected.reason}")
+
+    answer = result.evidence.get("answer")
+    if answer is not None:
+        exp = expected_answer(result.vllm_version, result.platform, answer["compiled"],
+                              answer["dtype"])
+        expect(answer["correct"] == exp.correct,
+               f"answer {answer['text']!r}: expected correct={exp.correct} for vLLM "
+               f"{result.vllm_version} on {result.platform}: {exp.reason}")
+    if cell.entrypoint == "serve":
+        expect(bool(result.ready_s) and result.ttft_s is not None, "serve: no ready / first token")
+    expect(not result.evidence.get("survivors"), "processes of the boot outlived it")
+    return failed
 
 
 def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cache, entrypoint):
@@ -62,6 +136,7 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
         pytest.skip(f"measured in {coldstart.config.getoption('resume')} (--resume)")
     try:
         spec = _spec(cell, coldstart)
+        spec.check()
     except BootError as exc:
         pytest.fail(f"cannot boot this cell: {exc}", pytrace=False)
     floor = _storage_floor(spec, coldstart)
@@ -69,69 +144,40 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
 
     def setup():
         prepared = prepare_boot(spec)
-        if isinstance(prepared, BootResult):  # the page-cache state could not be reached
-            rounds.append(prepared)
-            pytest.skip(prepared.skip_reason)
+        if isinstance(prepared, BootResult):
+            raise _Unreachable(prepared)
         return (prepared,), {}
 
     def boot(prepared):
-        result = launch_boot(prepared)
+        try:
+            result = launch_boot(prepared)
+        except Exception as exc:  # the harness itself broke: still a record, never a loss
+            result = BootResult(state="failed", error=f"harness: {type(exc).__name__}: {exc}",
+                                **cell.params(), evidence={"work_dir": str(prepared.work)})
         rounds.append(result)
         return result
 
-    benchmark.pedantic(boot, setup=setup, rounds=coldstart.rounds, iterations=1)
+    try:
+        benchmark.pedantic(boot, setup=setup, rounds=coldstart.rounds, iterations=1)
+    except _Unreachable as exc:
+        rounds.append(exc.result)
+        coldstart.record(cell, exc.result)
+        pytest.skip(exc.result.skip_reason)
+
     result = _median_round(rounds)
     weights = result.evidence.get("weights", {})
     if weights.get("load_gbps") and floor.get("gbps"):
         weights["storage_floor_gbps"] = floor["gbps"]
         weights["fraction_of_floor"] = weights["load_gbps"] / floor["gbps"]
+    failures = check_cell(result, cell, rounds)
+    keep_as_warm_cache(spec, result)
+    # extra_info first: whatever happens next, the JSON holds this cell's record.
     benchmark.extra_info.update(result.model_dump(mode="json"))
     benchmark.extra_info["rounds"] = [r.model_dump(mode="json") for r in rounds]
     benchmark.extra_info["storage_floor"] = floor
-    coldstart.record(cell, result)
-
-    # -- the assertions every cell makes
-    assert result.state == "measured", f"boot {result.state}: {result.error}\n{result.log_tail}"
-    wall = result.wall_s
-    assert abs(result.phase_sum_s() + result.residual_s - wall) <= 1e-6 * max(wall, 1.0)
-    assert result.residual_s <= MAX_RESIDUAL_SHARE * wall, (
-        f"residual {result.residual_s:.2f} s is {result.residual_s / wall:.1%} of the boot "
-        f"({result.evidence.get('residual_parts_s')}): a phase boundary moved in this vLLM")
-    for name in ("framework_bootstrap", "tokenizer_init", "model_loading", "kv_cache_profiling"):
-        assert result.phases[name] and result.phases[name] > 0, f"{name}: {result.phase_notes}"
-    if compile_cache == "off":
-        assert result.phases["torch_compile"] is None
-    else:
-        assert result.phases["torch_compile"] and result.phases["torch_compile"] > 0
-    if result.platform != "cuda":
-        assert result.phase_notes["cuda_graph_capture"].startswith("not applicable")
-
-    # the loader the cell asked for is the loader that ran
-    ran = " ".join(result.evidence.get("loader_targets", []))
-    assert LOADER_CLASSES[loader] in ran, f"asked for {loader}, probes saw {ran!r}"
-
-    # the page cache was in the state the cell names when the boot started
-    residency = result.evidence["page_cache"]["residency"]
-    if page_cache == "warm":
-        assert residency >= pagecache.WARM_MIN_RESIDENCY
-    else:
-        assert residency <= pagecache.EVICTED_MAX_RESIDENCY
-
-    # the compile cache did what this vLLM release is known to do (see the registry's table)
-    expected = expected_compile_cache(result.vllm_version, result.platform, compile_cache)
-    assert result.compile_cache_observed == expected.observed, (
-        f"compile cache {result.compile_cache_observed!r}, expected {expected.observed!r} "
-        f"for vLLM {result.vllm_version} on {result.platform}: {expected.reason}")
-
-    answer = result.evidence.get("answer")
-    if answer is not None:
-        expected_ans = expected_answer(result.vllm_version, result.platform, answer["compiled"],
-                                       answer["dtype"])
-        assert answer["correct"] == expected_ans.correct, (
-            f"answer {answer['text']!r}: expected correct={expected_ans.correct} for vLLM "
-            f"{result.vllm_version} on {result.platform}: {expected_ans.reason}")
-
-    if entrypoint == "serve":
-        assert result.ready_s and result.ttft_s is not None, "serve: no ready or first token"
-    assert not result.evidence.get("survivors"), "processes of the boot outlived it"
-
+    benchmark.extra_info["checks_failed"] = failures
+    coldstart.record(cell, result, checks_failed=failures)
+    if not failures:
+        for r in rounds:
+            discard_work_dir(r)
+    assert not failures, "\n".join(failures) + (f"\n{result.log_tail}" if result.log_tail else "")

@@ -3,19 +3,27 @@
 It imports nothing of this project (so our own imports never land in the measured
 bootstrap) and only the standard library before vLLM. It boots vLLM the way an operator
 would (offline ``LLM(...)`` or the OpenAI server), marks readiness and the first token on the
-shared monotonic clock, checks the answer, and writes a small JSON the parent turns into a
-BootResult. The parent owns the timeout and kills the whole process group.
+shared monotonic clock, asks the fixed question, and writes a small JSON (the answer
+included) that the parent turns into a BootResult. The parent owns the timeout and kills the
+whole process group.
 """
 
-import json
 import os
-import socket
-import subprocess
 import sys
-import time
-import traceback
-import urllib.error
-import urllib.request
+
+# Run as a script, Python puts this file's folder (harness/) first on sys.path, which would
+# make harness's modules importable by bare name inside the boot: take it out.
+_HERE = os.path.dirname(os.path.realpath(__file__))
+if sys.path and os.path.realpath(sys.path[0] or ".") == _HERE:
+    del sys.path[0]
+
+import json  # noqa: E402
+import socket  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import urllib.error  # noqa: E402
+import urllib.request  # noqa: E402
 
 # Set in main(). vLLM spawns its EngineCore and Worker with multiprocessing's "spawn", which
 # re-imports this script as __mp_main__: nothing may run at import time.

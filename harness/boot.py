@@ -32,6 +32,7 @@ from harness.schema import (
     COMPILE_CACHE_MODES,
     ENTRYPOINTS,
     LOADERS,
+    NOT_APPLICABLE_PREFIX,
     PAGE_CACHE_MODES,
     PHASE_NAMES,
     BootResult,
@@ -154,6 +155,12 @@ class BootSpec(BaseModel):
                  "vllm": installed_vllm_version(), "entrypoint": self.entrypoint}
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
+    def weight_payload_files(self) -> list[Path]:
+        """The files the loader reads the weights from (what bytes and GB/s are counted on)."""
+        suffixes = (".tensors",) if self.loader == "tensorizer" else (".safetensors", ".bin",
+                                                                      ".pt")
+        return [f for f in self.weight_files() if f.suffix in suffixes]
+
     def weight_files(self) -> list[Path]:
         files = pagecache.files_under([self.model_path])
         if self.loader == "tensorizer" and self.tensorizer_uri:
@@ -236,13 +243,13 @@ def _root_cause(log_text: str, fallback: str | None) -> str | None:
     return fallback or (candidates[-1][:1000] if candidates else None)
 
 
-def _compile_cache_observed(tl: Timeline, spec: BootSpec, log_msgs: list[str]) -> str:
+def _compile_cache_observed(tl: Timeline, spec: BootSpec, scan: Any) -> str:
     if spec.compile_cache == "off":
         return "disabled"
     loads = tl.ends.get("torch_compile.compiled_graph_load", [])
     if any(r.get("ok") and not r.get("none") for r in loads):
         return "hit"
-    if any("due to a load failure" in m for m in log_msgs):
+    if scan is not None and scan.facts.get("compile_cache") == "load_failure":
         return "load_failure"
     if tl.intervals.get("torch_compile"):
         return "miss"
@@ -329,11 +336,17 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         proc = subprocess.Popen([sys.executable, str(CHILD_SCRIPT), str(work / "child_spec.json")],
                                 stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 env=env, cwd=str(work), start_new_session=True)
-        timed_out = _wait_with_progress(proc, events_path, t0, spec.timeout_s, say)
-        returned_ns = time.monotonic_ns()
-        survivors = kill_group(proc.pid)
-        if proc.poll() is None:
+        try:
+            timed_out = _wait_with_progress(proc, events_path, t0, spec.timeout_s, say)
+            returned_ns = time.monotonic_ns()
+        finally:
+            # Also on Ctrl-C / SIGTERM: the boot's group is a session of its own, which the
+            # terminal's signals never reach.
+            survivors = kill_group(proc.pid)
+        try:
             proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # stuck in uninterruptible sleep: keep the record
+            survivors = sorted(set(survivors) | {proc.pid})
     evidence["process_wall_s"] = (returned_ns - t0) / 1e9
     evidence["pgid"] = proc.pid  # start_new_session: the child leads its own group
     evidence["exit_code"] = proc.returncode
@@ -346,7 +359,9 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
             child = json.loads(child_result_path.read_text())
         except json.JSONDecodeError:
             child = {}
-    tl = Timeline.from_file(events_path, t0)
+    # A boot that was killed ran until the kill: calls still open end there, not at the last
+    # event they happened to write.
+    tl = Timeline.from_file(events_path, t0, end_unfinished_at=returned_ns if timed_out else None)
     log_msgs = [r.get("msg", "") for r in tl.logs]
     ready = tl.first_mark("ready")
     first_token = tl.first_mark("first_token")
@@ -365,13 +380,21 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         else:
             error = _root_cause(log_text, child.get("error")) or \
                 f"boot exited with code {proc.returncode} without a result"
-    end = ready if measured else max([t for ivs in tl.intervals.values() for _, t in ivs]
-                                     + [t0 + 1])
+    if measured:
+        end = ready
+    elif timed_out:
+        end = returned_ns
+    else:
+        end = max([t for ivs in tl.intervals.values() for _, t in ivs] + [t0 + 1])
     cut = cut_phases(tl, end, platform=platform, compile_enabled=compile_enabled)
     if not measured:
+        unfinished = {u.split(" ")[0].split(".")[0] for u in tl.unfinished}
         for name, value in cut.phases.items():
-            if value is None and not cut.phase_notes[name].startswith("not applicable"):
+            if value is None and not cut.phase_notes[name].startswith(NOT_APPLICABLE_PREFIX):
                 cut.phase_notes[name] = "failed before this phase completed"
+            elif value is not None and name in unfinished:
+                # Reported, but the boot died or was killed inside it: a lower bound.
+                cut.phase_notes[name] = "unfinished: the boot ended inside this phase"
 
     answer = child.get("response_text")
     if measured and spec.expect_in_answer:
@@ -381,6 +404,12 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
                               "correct": spec.expect_in_answer in (answer or ""),
                               "dtype": engine_kwargs.get("dtype"),
                               "compiled": compile_enabled}
+    cache_dir = Path(env["VLLM_CACHE_ROOT"]).parent
+    if compile_enabled and cache_dir.is_dir():
+        files = [f for f in cache_dir.rglob("*") if f.is_file()]
+        # What the compile left on disk: analysis reads compiled-graph size from it.
+        evidence["compile_cache_dir"] = str(cache_dir)
+        evidence["compile_cache_bytes"] = sum(f.stat().st_size for f in files)
     evidence.update(
         residual_parts_s=cut.residual_parts_s,
         loader_targets=sorted({r["target"] for name, ends in tl.ends.items()
@@ -414,7 +443,7 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         ready_s=(ready - t0) / 1e9 if ready else None,
         ttft_s=(first_token - ready) / 1e9 if (first_token and ready) else None,
         response_text=answer,
-        compile_cache_observed=_compile_cache_observed(tl, spec, log_msgs),
+        compile_cache_observed=_compile_cache_observed(tl, spec, scan),
         log_durations={k: float(v) for k, v in scan.durations.items()} if scan else {},
         events=events_out,
         shims=child.get("shims", []) + sorted({
@@ -426,21 +455,38 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         evidence=evidence,
     )
     (work / "result.json").write_text(result.model_dump_json(indent=2))
-    if (spec.compile_cache == "cold" and result.state == "measured" and compile_enabled
-            and not _primed_marker(spec).exists()):
-        _keep_as_warm_cache(spec, work, result)
     return result
 
 
-def _keep_as_warm_cache(spec: BootSpec, work: Path, result: BootResult) -> None:
-    """A measured cold boot leaves exactly the cache a warm boot of the same configuration
-    needs: keep it, so the warm cell needs no priming boot of its own."""
+def keep_as_warm_cache(spec: BootSpec, result: BootResult) -> bool:
+    """Keep a measured cold boot's compile cache as the warm cache of its configuration.
+
+    It is exactly what a warm boot of the same configuration needs, so the warm cell needs no
+    priming boot of its own. Untimed: call it after the measurement. Copied into a sibling
+    and renamed into place, so a concurrent reader never sees half a cache.
+    """
+    source = Path(result.evidence.get("work_dir", "")) / "compile-cache"
+    if (spec.compile_cache != "cold" or result.state != "measured" or not source.is_dir()
+            or _primed_marker(spec).exists()):
+        return False
     target = cache_home() / "compile-cache" / spec.compile_cache_key()
+    staging = target.with_name(target.name + f".partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging, symlinks=True)
+    (staging / "primed.json").write_text(json.dumps({
+        "primed_by": f"the measured cold boot in {result.evidence.get('work_dir')}",
+        "wall_s": result.wall_s, "vllm_version": result.vllm_version}))
     shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(work / "compile-cache", target, symlinks=True)
-    _primed_marker(spec).write_text(json.dumps({"primed_by": "the cold boot in " + str(work),
-                                                "wall_s": result.wall_s,
-                                                "vllm_version": result.vllm_version}))
+    os.replace(staging, target)
+    result.evidence["compile_cache_dir"] = str(target)  # the copy outlives the work folder
+    return True
+
+
+def discard_work_dir(result: BootResult) -> None:
+    """Remove a measured boot's work folder (its log, events, cold compile cache)."""
+    work = result.evidence.get("work_dir")
+    if result.state == "measured" and work:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
@@ -449,7 +495,9 @@ def run_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
     prepared = prepare_boot(spec, progress=progress, prime_if_needed=prime_if_needed)
     if isinstance(prepared, BootResult):
         return prepared
-    return launch_boot(prepared, progress=progress)
+    result = launch_boot(prepared, progress=progress)
+    keep_as_warm_cache(spec, result)
+    return result
 
 
 _PROGRESS_EVENTS = {name: name for name in PHASE_NAMES}
@@ -492,9 +540,7 @@ def _wait_with_progress(proc: subprocess.Popen, events_path: Path, t0: int, time
 
 def _weights_evidence(tl: Timeline, spec: BootSpec) -> dict[str, Any]:
     """Bytes the weight loading really read from storage, and at what rate."""
-    weight_suffixes = (".tensors",) if spec.loader == "tensorizer" else (".safetensors", ".bin",
-                                                                          ".pt")
-    files = [f for f in spec.weight_files() if f.suffix in weight_suffixes]
+    files = spec.weight_payload_files()
     out: dict[str, Any] = {"file_bytes": sum(f.stat().st_size for f in files)}
     ends = sorted((r for r in tl.ends.get("model_loading.load_weights", []) if "start_t" in r),
                   key=lambda r: (r["start_t"], -r["t"]))

@@ -238,6 +238,10 @@ def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResu
         if "state" in data and "phases" in data:
             return [_result_from(data, str(p))]
         raise SchemaError(f"{p}: no 'benchmarks' list and not a BootResult: not a vllm-coldstart result")
+    meta = data.get(DOCUMENT_KEY) or {}
+    version = meta.get("schema_version", SCHEMA_VERSION)
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"{p}: schema version {version} is newer than this reader ({SCHEMA_VERSION})")
     out: list[BootResult] = []
     for i, bench in enumerate(data["benchmarks"]):
         extra = bench.get("extra_info") or {}
@@ -250,9 +254,5 @@ def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResu
                        for j, r in enumerate(rounds))
         else:
             out.append(_result_from(extra, f"{p}:{bench.get('name', i)}"))
-    meta = data.get(DOCUMENT_KEY) or {}
-    version = meta.get("schema_version", SCHEMA_VERSION)
-    if version > SCHEMA_VERSION:
-        raise SchemaError(f"{p}: schema version {version} is newer than this reader ({SCHEMA_VERSION})")
     out.extend(_result_from(d, f"{p}:unrecorded[{i}]") for i, d in enumerate(meta.get("unrecorded", [])))
     return out

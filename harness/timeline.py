@@ -84,7 +84,8 @@ class Timeline:
     probe_problems: list[str] = field(default_factory=list)
 
     @classmethod
-    def from_file(cls, path: str | Path, t0: int | None = None) -> Timeline:
+    def from_file(cls, path: str | Path, t0: int | None = None, *,
+                  end_unfinished_at: int | None = None) -> Timeline:
         """Read an events file; ``t0`` defaults to its ``boot.t0`` record."""
         lines = Path(path).read_text().splitlines() if Path(path).exists() else []
         records = []
@@ -97,10 +98,11 @@ class Timeline:
             t0 = next((r["t"] for r in records if r.get("e") == "boot.t0"), None)
             if t0 is None:
                 raise ValueError(f"{path}: no boot.t0 record; pass t0")
-        return cls.from_records(records, t0)
+        return cls.from_records(records, t0, end_unfinished_at=end_unfinished_at)
 
     @classmethod
-    def from_records(cls, records: list[dict[str, Any]], t0: int) -> Timeline:
+    def from_records(cls, records: list[dict[str, Any]], t0: int, *,
+                     end_unfinished_at: int | None = None) -> Timeline:
         tl = cls(t0=t0)
         open_calls: dict[tuple[int, str, str], list[tuple[int, dict]]] = defaultdict(list)
         last_t = t0
@@ -127,10 +129,11 @@ class Timeline:
                 tl.mark_targets[event].append(rec.get("target"))
                 if event in ("probe.missing", "probe.error"):
                     tl.probe_problems.append(f"{event} {rec.get('target')} {rec.get('error', '')}".strip())
-        # A call still open when the boot died ran until the last thing we saw.
+        # A call still open when the boot died ran until the last thing we saw (or, for a
+        # boot that was killed, until the kill).
         for (pid, event, target), stack in open_calls.items():
             for start, _ in stack:
-                tl.intervals[event].append((start, last_t))
+                tl.intervals[event].append((start, end_unfinished_at or last_t))
                 tl.unfinished.append(f"{event} ({target}, pid {pid})")
         return tl
 
@@ -183,18 +186,19 @@ def cut_phases(tl: Timeline, end: int, *, platform: str | None, compile_enabled:
     phases: dict[str, float | None] = {}
     notes: dict[str, str] = {}
     for name in PHASE_NAMES:
-        value = total_s(owned[name])
-        if name == "cuda_graph_capture" and platform != "cuda":
+        # A phase with probe events is reported, whatever the configuration says: every
+        # claimed instant must land in a reported phase, or the partition of the wall breaks.
+        if raw[name]:
+            phases[name] = total_s(owned[name])
+        elif name == "cuda_graph_capture" and platform != "cuda":
             phases[name] = None
             notes[name] = f"{NOT_APPLICABLE_PREFIX}: no CUDA graphs on platform {platform!r}"
         elif name == "torch_compile" and not compile_enabled:
             phases[name] = None
             notes[name] = f"{NOT_APPLICABLE_PREFIX}: compilation disabled (enforce_eager)"
-        elif not raw[name]:
+        else:
             phases[name] = None
             notes[name] = "no probe event: the boot did not reach this phase or the probe missed it"
-        else:
-            phases[name] = value
     wall_s = (end - t0) / 1e9
     residual_ivs = subtract([(t0, end)], claimed)
     parts: dict[str, float] = defaultdict(float)

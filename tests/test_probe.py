@@ -62,9 +62,21 @@ def test_probe_records_calls_in_spawned_processes_too(tmp_path):
 
 
 def test_probe_is_inert_without_its_environment(tmp_path):
-    proc = _run(tmp_path, {"COLDSTART_PROBE_TARGETS": json.dumps(TARGETS)})
+    env = {**os.environ, "PYTHONPATH": str(PROBE_DIR),
+           "COLDSTART_PROBE_TARGETS": json.dumps(TARGETS)}
+    check = ("import sys, textwrap; print(sorted(type(f).__name__ for f in sys.meta_path)); "
+             "print(hasattr(textwrap.dedent, '__wrapped__'))")
+    proc = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True,
+                          text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert not list(tmp_path.glob("*.jsonl"))
+    finders, wrapped = proc.stdout.splitlines()
+    assert "_Finder" not in finders and wrapped == "False"
+    # and with the environment, the same check sees the hook and the wrapper
+    env["COLDSTART_EVENTS"] = str(tmp_path / "events.jsonl")
+    proc = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True,
+                          text=True, timeout=60)
+    finders, wrapped = proc.stdout.splitlines()
+    assert "_Finder" in finders and wrapped == "True"
 
 
 def test_a_broken_probe_configuration_never_breaks_the_process(tmp_path):

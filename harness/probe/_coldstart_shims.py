@@ -2,7 +2,7 @@
 
 Each shim is keyed by the module whose import triggers it, is switched on by the harness
 through COLDSTART_SHIMS (only for the cells and vLLM versions the registry names), and emits
-a ``shim.applied`` event the first time it actually changes behaviour, so a result says which
+a ``shim.applied`` event each time it actually changes behaviour, so a result says which
 shims shaped it. Imported only when COLDSTART_SHIMS is set; standard library + what the
 patched vLLM module already imported.
 """
