@@ -15,7 +15,7 @@ def reference_dir() -> Path | None:
     return candidate if candidate.is_dir() else None
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def study_reference() -> Path:
     """The reference study's folder, or a skip naming where it was looked for."""
     found = reference_dir()

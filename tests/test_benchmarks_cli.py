@@ -1,0 +1,66 @@
+"""The benchmark matrix's command line: a failing cell is kept, bad options are refused.
+
+Each case runs ``pytest benchmarks/`` in a subprocess, as a user would; the failing cell is a
+real boot killed by a deliberately short ``--boot-timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks.matrix import select
+from harness.schema import read_results
+
+REPO = Path(__file__).resolve().parents[1]
+ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches", "warm",
+            "--entrypoints", "offline"]
+
+
+def _pytest(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pytest", "benchmarks/", "-p", "no:cacheprovider",
+                           "-q", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.boot
+def test_a_failed_cell_is_in_the_json_with_its_reason(tmp_path):
+    pytest.importorskip("vllm")
+    out = tmp_path / "out.json"
+    proc = _pytest(*ONE_CELL, "--boot-timeout", "5", "--benchmark-json", str(out))
+    assert proc.returncode == 1, proc.stdout[-2000:]
+    (result,) = read_results(out)
+    assert result.state == "failed" and "timed out" in result.error
+    doc = json.loads(out.read_text())
+    assert doc["benchmarks"][0]["extra_info"]["checks_failed"]
+    assert doc["machine_info"]["coldstart"]["platform"] == "cpu"
+    # the same record was written as the cell ended
+    (line,) = Path(f"{out}.cells.jsonl").read_text().splitlines()
+    assert json.loads(line)["result"]["state"] == "failed"
+    # and --resume does not take a failed cell for a measured one
+    check = subprocess.run([sys.executable, "-m", "benchmarks.check", str(out), *ONE_CELL],
+                           cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert check.returncode == 1 and "timed out" in check.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--matrix", "huge"], "invalid choice: 'huge'"),
+    (["--loaders", "pickle"], "unknown loader ['pickle']"),
+    (["--models", "gpt-5"], "unknown model ['gpt-5']"),
+    (["--rounds", "0"], "--rounds must be >= 1"),
+])
+def test_bad_options_are_refused_before_any_boot(args, message):
+    proc = _pytest(*args, "--collect-only", timeout=120)
+    assert proc.returncode in (4, 2), proc.stdout[-1000:]  # pytest's usage-error exit codes
+    assert message in proc.stdout + proc.stderr
+
+
+def test_the_smoke_matrix_is_what_the_readme_says():
+    cells = select("smoke")
+    offline = [c for c in cells if c.entrypoint == "offline"]
+    assert len(offline) == 12 and {c.model for c in cells} == {"smollm2-135m"}
+    assert [c for c in cells if c.entrypoint == "serve"]
+    assert len(select("scaling")) >= 6
