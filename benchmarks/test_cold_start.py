@@ -20,7 +20,7 @@ from harness.boot import (
     prepare_boot,
 )
 from harness.registry import LOADER_CLASSES, expected_answer, expected_compile_cache
-from harness.schema import NOT_APPLICABLE_PREFIX, BootResult
+from harness.schema import NOT_APPLICABLE_PREFIX, BootResult, extra_info
 
 MAX_RESIDUAL_SHARE = 0.05
 
@@ -172,8 +172,7 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
     failures = check_cell(result, cell, rounds)
     keep_as_warm_cache(spec, result)
     # extra_info first: whatever happens next, the JSON holds this cell's record.
-    benchmark.extra_info.update(result.model_dump(mode="json"))
-    benchmark.extra_info["rounds"] = [r.model_dump(mode="json") for r in rounds]
+    benchmark.extra_info.update(extra_info(result, rounds))
     benchmark.extra_info["storage_floor"] = floor
     benchmark.extra_info["checks_failed"] = failures
     coldstart.record(cell, result, checks_failed=failures)

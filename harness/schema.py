@@ -169,12 +169,17 @@ def cell_id(params: dict[str, Any]) -> str:
     return "-".join(f"{k}={v}" for k, v in params.items())
 
 
-def benchmark_entry(result: BootResult, *, name: str, params: dict[str, Any],
-                    rounds: list[BootResult] | None = None) -> dict[str, Any]:
+def extra_info(result: BootResult, rounds: list[BootResult] | None = None) -> dict[str, Any]:
+    """A cell's ``extra_info``: the headline round's fields at the top, every round below."""
     extra = result.model_dump(mode="json")
     extra["rounds"] = [r.model_dump(mode="json") for r in (rounds or [result])]
+    return extra
+
+
+def benchmark_entry(result: BootResult, *, name: str, params: dict[str, Any],
+                    rounds: list[BootResult] | None = None) -> dict[str, Any]:
     return {"name": name, "fullname": name, "params": params, "param": cell_id(params),
-            "group": None, "stats": None, "extra_info": extra}
+            "group": None, "stats": None, "extra_info": extra_info(result, rounds)}
 
 
 def new_document(entries: list[dict[str, Any]] | None = None,
