@@ -86,6 +86,29 @@ FEATURE_UNITS: dict[str, tuple[float, str]] = {
 ESTIMATED_COMPILED_KIB_PER_LAYER = 31.5
 
 
+# Architecture class names (as vLLM resolves them, "Resolved architecture: X", and as HF
+# config.json lists them) of models whose layers are not all attention: Mamba / SSM mixers
+# alone or interleaved with attention. vLLM builds, traces and loads these layers differently
+# (granite4.0-h in the reference study loads about 14x faster per byte), so a line fitted on
+# attention models does not describe them. A word-piece rule rather than a list of classes:
+# new hybrids keep these names (GraniteMoeHybrid, NemotronH, FalconH1, Zamba2, ...).
+HYBRID_ARCHITECTURE_MARKERS = ("Mamba", "Hybrid", "Jamba", "Bamba", "Zamba", "NemotronH",
+                               "FalconH1", "Plamo2")
+
+
+def is_hybrid_architecture(name: str | None) -> bool:
+    """Whether an architecture class name is a Mamba / SSM (hybrid) model."""
+    return bool(name) and any(m in str(name) for m in HYBRID_ARCHITECTURE_MARKERS)
+
+
+# Kinds of model a line fitted on plain dense attention models may not describe.
+TRAIT_KINDS = ("MoE", "hybrid Mamba", "quantized")
+
+
+def trait_kind(trait: str) -> str:
+    return next((k for k in TRAIT_KINDS if trait.startswith(k)), trait)
+
+
 class FeatureError(ValueError):
     """A model folder or feature file that cannot give the features asked for."""
 
@@ -125,6 +148,10 @@ class ModelFeatures(BaseModel):
     compiled_graph_bytes: int | None = None
     compiled_graph_method: str | None = None
     estimated: list[str] = Field(default_factory=list)
+
+    def trait_kinds(self) -> list[str]:
+        """``traits`` without their details ("quantized mxfp4" -> "quantized")."""
+        return [trait_kind(t) for t in self.traits()]
 
     def traits(self) -> list[str]:
         """Short words a report puts beside a model that sits off a fit line."""
@@ -286,7 +313,8 @@ def _architecture(cfg: dict[str, Any]) -> dict[str, Any]:
                     "experts_per_token")
     moe = bool(experts and int(experts) > 1)
     text = json.dumps(cfg).lower()
-    hybrid = "mamba" in text or "ssm_state" in text or '"ssm' in text
+    hybrid = ("mamba" in text or "ssm_state" in text or '"ssm' in text
+              or any(is_hybrid_architecture(a) for a in cfg.get("architectures") or []))
     quant = cfg.get("quantization_config")
     quant_method = None
     if isinstance(quant, dict):
@@ -558,7 +586,8 @@ def from_model_dir(model_dir: str | Path, *, model: str | None = None,
 def study_entry_features(name: str, entry: dict[str, Any], *, weight_bytes: int | None = None,
                          dtype: str | None = "bfloat16", quantization: str | None = None,
                          capture_sizes: int | None = None,
-                         vllm_version: str | None = "0.10.1.1") -> ModelFeatures:
+                         vllm_version: str | None = "0.10.1.1",
+                         architecture: str | None = None) -> ModelFeatures:
     """Features of one model of the reference study's ``models_config.json``.
 
     The study records a nominal size in billions (``size``: Gemma-7B is listed as 7 but has
@@ -570,6 +599,10 @@ def study_entry_features(name: str, entry: dict[str, Any], *, weight_bytes: int 
     A checkpoint with fewer than 1.5 bytes per nominal parameter cannot be 16-bit (a nominal
     size is off by tens of percent, not by a factor of two): it is taken as quantized and keeps
     its nominal size (gpt-oss-20b: 13.7 GiB for 21 B parameters, MXFP4 experts).
+
+    ``models_config.json`` does not say which models are hybrid Mamba; the boot log's
+    architecture (``architecture``, "Resolved architecture: GraniteMoeHybridForCausalLM")
+    does.
     """
     estimated: list[str] = []
     per_param = _dtype_bytes(dtype)
@@ -602,7 +635,8 @@ def study_entry_features(name: str, entry: dict[str, Any], *, weight_bytes: int 
         "attention_heads": heads, "kv_heads": entry.get("num_key_value_heads") or heads,
         "head_dim": hidden // heads if hidden and heads else None, "moe": bool(moe),
         "experts": moe.get("n_experts"), "active_experts": moe.get("n_active_experts"),
-        "hybrid": False, "quantization": quantization, "dtype": dtype,
+        "hybrid": is_hybrid_architecture(architecture), "quantization": quantization,
+        "dtype": dtype,
     }
     cgs = entry.get("compiled_graph_sizes")
     feats = _finish(arch, model=name, source="study", params=params, active_params=active,

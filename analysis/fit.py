@@ -49,7 +49,13 @@ import numpy as np
 
 from analysis._cli import InputError, run_cli
 from analysis.dataset import Dataset, Row, build_dataset, config_label, read_inputs
-from analysis.features import ModelFeatures, feature_unit, feature_value, read_features_json
+from analysis.features import (
+    TRAIT_KINDS,
+    ModelFeatures,
+    feature_unit,
+    feature_value,
+    read_features_json,
+)
 from analysis.model import (
     MIN_POINTS_LINEAR,
     FitError,
@@ -365,8 +371,8 @@ def _phase_notes(phase: str, model: PhaseModel, rows: list[Row]) -> list[str]:
         x = None if model.feature is None else feature_value(r.features, model.feature)
         resid[r.model] = _target_value(r, phase) - float(
             np.asarray(model.coefficients) @ model._row(x))
-    for trait in ("MoE", "hybrid Mamba", "quantized"):
-        members = [r.model for r in kept if any(t.startswith(trait) for t in r.features.traits())]
+    for trait in TRAIT_KINDS:
+        members = [r.model for r in kept if trait in r.features.trait_kinds()]
         others = [n for n in resid if n not in members]
         if not members or not others:
             continue
@@ -665,6 +671,9 @@ def predictor_document(fits: list[GroupFit], inputs: list[str],
             "measured_total": f.measured_total,
             "phases": {p: m.model_dump(mode="json") for p, m in f.models.items()},
             "split": f.split,
+            # So predict can say when a model is of a kind the lines did not describe.
+            "train_traits": {r.model: r.features.traits() for r in f.rows
+                             if r.model in f.train and r.features.traits()},
         } for f in fits],
     }
 

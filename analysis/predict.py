@@ -24,11 +24,12 @@ from typing import Any
 
 from analysis._cli import InputError, run_cli
 from analysis.dataset import CONFIG_FIELDS, config_label
-from analysis.features import ModelFeatures, feature_value, load_features
+from analysis.features import ModelFeatures, feature_value, load_features, trait_kind
 from analysis.model import PhaseModel, Prediction, combine_predictions
 from harness.schema import SchemaError, read_json
 
-__all__ = ["load_predictor", "predict_features", "split_phases", "choose_group", "main"]
+__all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
+           "domain_warnings", "main"]
 
 SUPPORTED_PREDICTOR_VERSION = 2  # 1 and 2 (2: sub-phases fitted in place of a phase)
 
@@ -86,6 +87,32 @@ def split_phases(group: dict[str, Any], parts: dict[str, Prediction],
             if all(s in parts for s in subs)}
 
 
+def domain_warnings(group: dict[str, Any], features: ModelFeatures) -> dict[str, list[str]]:
+    """Where the fitted lines may not describe this model, by fitted entry ("total": all).
+
+    A model of a kind (MoE, hybrid Mamba, quantized) that no training model was, or whose
+    every training model of that kind a line set aside as an outlier, gets a number from
+    lines that were fitted without its kind: the interval does not cover that. Predictor
+    files without ``train_traits`` (written before it existed) give no warnings.
+    """
+    if "train_traits" not in group:
+        return {}
+    out: dict[str, list[str]] = {}
+    for kind in dict.fromkeys(features.trait_kinds()):
+        members = [m for m, traits in group["train_traits"].items()
+                   if kind in (trait_kind(t) for t in traits)]
+        if not members:
+            out.setdefault("total", []).append(f"no {kind} model among the training models")
+            continue
+        for name, raw in group["phases"].items():
+            outliers = raw.get("outliers") or {}
+            if raw.get("status") == "fit" and all(m in outliers for m in members):
+                out.setdefault(name, []).append(
+                    f"its {kind} training models were outliers of this line "
+                    f"({', '.join(members)})")
+    return out
+
+
 def _apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures:
     data = features.model_dump()
     for item in items:
@@ -106,14 +133,17 @@ def _apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures
 def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Prediction],
              total: Prediction, level: float) -> dict[str, Any]:
     sums = split_phases(group, parts, 1 - level)
+    warnings = domain_warnings(group, features)
     phases = {p: {"predicted_s": v.mean_s, "low_s": v.low_s, "high_s": v.high_s,
                   "feature": group["phases"][p].get("feature"),
                   "status": group["phases"][p].get("status"),
-                  "extrapolated": v.extrapolated} for p, v in parts.items()}
+                  "extrapolated": v.extrapolated,
+                  "warnings": warnings.get(p, [])} for p, v in parts.items()}
     for p, v in sums.items():
         phases[p] = {"predicted_s": v.mean_s, "low_s": v.low_s, "high_s": v.high_s,
                      "feature": None, "status": "sum of sub-phases",
-                     "subphases": group["split"][p], "extrapolated": v.extrapolated}
+                     "subphases": group["split"][p], "extrapolated": v.extrapolated,
+                     "warnings": [w for sub in group["split"][p] for w in warnings.get(sub, [])]}
     return {
         "model": features.model,
         "config": group["key"],
@@ -121,7 +151,7 @@ def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Pr
         "total_measured_as": group.get("measured_total"),
         "phases": phases,
         "total": {"predicted_s": total.mean_s, "low_s": total.low_s, "high_s": total.high_s,
-                  "extrapolated": total.extrapolated},
+                  "extrapolated": total.extrapolated, "warnings": warnings.get("total", [])},
         "features": features.model_dump(mode="json"),
         "estimated_features": features.estimated,
     }
@@ -164,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    warnings = domain_warnings(group, features)
     console = Console(width=None if sys.stdout.isatty() else 120)
     table = Table(title=f"{features.model}: predicted start-up ({config_label(key)})",
                   title_justify="left")
@@ -181,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         if raw.get("feature") and any(part in features.estimated
                                       for part in raw["feature"].split("_x_")):
             flag.append("feature estimated")
+        if warnings.get(name):
+            flag.append("off the line's kind of model")
         table.add_row(name, feat, f"{p.mean_s:.2f}", f"[{p.low_s:.2f}, {p.high_s:.2f}]",
                       ", ".join(flag))
         for phase, subs in (group.get("split") or {}).items():
@@ -191,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
     table.add_row("total", "", f"{total.mean_s:.2f}", f"[{total.low_s:.2f}, {total.high_s:.2f}]",
                   "outside the training range" if total.extrapolated else "")
     console.print(table)
+    for name, lines in warnings.items():
+        for line in lines:
+            console.print(f"warning: {name}: {line}")
     if features.estimated:
         console.print("estimated features: " + ", ".join(features.estimated))
     if args.json:

@@ -162,6 +162,7 @@ class _LogFacts(NamedTuple):
     weight_bytes: int | None
     vllm_version: str | None
     capture_sizes: int | None
+    architecture: str | None
 
 
 _GIB = 2**30
@@ -176,6 +177,7 @@ def _log_facts(log: Path) -> _LogFacts:
         weight_bytes=int(round(float(gib) * _GIB)) if gib is not None else None,
         vllm_version=facts.get("vllm_version"),
         capture_sizes=len(sizes) if isinstance(sizes, list) else None,
+        architecture=facts.get("architecture"),
     )
 
 
@@ -302,7 +304,8 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None) -> 
                 r.model, entry,
                 weight_bytes=fact.weight_bytes if fact else None,
                 capture_sizes=fact.capture_sizes if fact else None,
-                vllm_version=r.vllm_version)
+                vllm_version=r.vllm_version,
+                architecture=fact.architecture if fact else None)
     return StudyData(results=results, rounds=rounds, features=features, source=p)
 
 

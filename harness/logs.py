@@ -106,7 +106,8 @@ class LogScan:
     marks : seconds since the log's first timestamped line at which each instant-line (and each
         duration line) was logged, every occurrence in log order.
     events : the same instants with their process, ``{"process", "pid", "event", "t_s"}``.
-    facts : ``vllm_version``, ``platform`` (cpu / cuda), ``model_path``, ``weights_gib``,
+    facts : ``vllm_version``, ``platform`` (cpu / cuda), ``model_path``, ``architecture``,
+        ``weights_gib``,
         ``cuda_graph_sizes``, ``compile_cache`` (hit / miss / load_failure / disabled /
         not_applicable / unknown), ``timestamp_resolution_s``, ``log_span_s``, ``error``, ...
     unread : lines that read like start-up timing (took / takes / seconds ...) but matched no

@@ -286,6 +286,8 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                why="the engine config line; on logs without the platform line"),
     LogPattern("model_path", r"with config: model='(?P<value>[^']+)'", "fact"),
     LogPattern("model_path", r"Starting to load model (?P<value>.+?)\.\.\.", "fact"),
+    LogPattern("architecture", r"Resolved architecture: (?P<value>\w+)", "fact",
+               why="the model class vLLM chose; it names hybrid (Mamba / SSM) models"),
     LogPattern("weights_gib", r"Model loading took (?P<value>\d+(?:\.\d+)?) GiB", "fact"),
     LogPattern("cuda_graph_sizes", r"""['"]cudagraph_capture_sizes['"]:\s*\[(?P<value>[\d,\s]*)\]""",
                "fact"),

@@ -76,6 +76,49 @@ def test_from_an_hf_config_and_overrides(fitted: dict, tmp_path: Path, capsys) -
     assert "weight_bytes" in p["estimated_features"]
 
 
+def test_warns_when_the_lines_never_described_the_models_kind(
+        study_reference: Path, tmp_path: Path, capsys) -> None:
+    figure = study_reference / "figures" / "figure-rest"
+    study = read_study(figure)
+    small = tmp_path / "granite-h-3b.json"
+    small.write_text(study.features["granite4.0-h-3b"].model_dump_json())
+    # Trained with the 32 B hybrid only: the lines that set it aside (model loading, graph
+    # loading among them) describe attention models only.
+    assert fit_main(["--study", str(figure), "--holdout", "granite4.0-h-3b", "--out-dir",
+                     str(tmp_path / "one"), "--quiet", "--no-plots"]) == 0
+    out = tmp_path / "p.json"
+    assert predict_main([str(small), "--fit", str(tmp_path / "one" / "predictor.json"),
+                         "--json", str(out)]) == 0
+    p = json.loads(out.read_text())
+    warned = {name for name, v in p["phases"].items()
+              if v["warnings"] and v["status"] == "fit"}
+    phases = load_predictor(tmp_path / "one" / "predictor.json")["groups"][0]["phases"]
+    assert warned == {name for name, m in phases.items()
+                      if "granite4.0-h-32b" in (m.get("outliers") or {})}
+    assert warned >= {"model_loading", "torch_compile.compiled_graph_load"}
+    assert "tokenizer_init" not in warned
+    assert "granite4.0-h-32b" in p["phases"]["model_loading"]["warnings"][0]
+    # The warning is earned: the 3 B hybrid loads ~13x faster per byte than the line says.
+    measured = study.results[[r.model for r in study.results].index("granite4.0-h-3b")]
+    assert p["phases"]["model_loading"]["predicted_s"] > 5 * measured.phases["model_loading"]
+    assert p["total"]["warnings"] == []
+    assert "warning: model_loading: its hybrid Mamba training models" in capsys.readouterr().out
+    # Trained without any hybrid: the whole prediction is flagged.
+    assert fit_main(["--study", str(figure), "--holdout", "granite4.0-h-3b,granite4.0-h-32b",
+                     "--out-dir", str(tmp_path / "none"), "--quiet", "--no-plots"]) == 0
+    assert predict_main([str(small), "--fit", str(tmp_path / "none" / "predictor.json"),
+                         "--json", str(out)]) == 0
+    p = json.loads(out.read_text())
+    assert p["total"]["warnings"] == ["no hybrid Mamba model among the training models"]
+    # A dense model gets none.
+    dense = tmp_path / "llama.json"
+    dense.write_text(study.features["llama3-3b"].model_dump_json())
+    assert predict_main([str(dense), "--fit", str(tmp_path / "one" / "predictor.json"),
+                         "--json", str(out)]) == 0
+    p = json.loads(out.read_text())
+    assert not p["total"]["warnings"] and not any(v["warnings"] for v in p["phases"].values())
+
+
 def test_bad_predictor_files(fitted: dict, tmp_path: Path, capsys) -> None:
     newer = json.loads(fitted["predictor"].read_text()) | {"predictor_schema_version": 99}
     (tmp_path / "newer.json").write_text(json.dumps(newer))

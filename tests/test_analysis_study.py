@@ -78,6 +78,15 @@ def test_features_use_the_logged_weight_bytes(study) -> None:
     assert all(f.capture_sizes == 35 for f in study.features.values())
 
 
+def test_hybrid_models_are_known_from_the_logs_architecture_line(study) -> None:
+    # models_config.json has no such field; "Resolved architecture:
+    # GraniteMoeHybridForCausalLM" in the two granite4.0-h logs says it.
+    hybrid = sorted(name for name, f in study.features.items() if f.hybrid)
+    assert hybrid == ["granite4.0-h-32b", "granite4.0-h-3b"]
+    assert study.features["granite4.0-h-32b"].trait_kinds() == ["MoE", "hybrid Mamba"]
+    assert study.features["granite3.3-8b-instruct"].trait_kinds() == []
+
+
 def test_document_round_trips_through_read_results(study, tmp_path: Path) -> None:
     from harness.schema import write_document
 

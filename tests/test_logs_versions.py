@@ -143,6 +143,7 @@ def test_v032_cpu_log(cpu_032_log: str) -> None:
     assert result.phases["kv_cache_profiling"] == pytest.approx(61.04 - 53.0)
     assert result.compile_cache_observed == "miss"
     assert result.model == "smollm2-135m"
+    assert result.evidence["facts"]["architecture"] == "LlamaForCausalLM"
     assert {e["process"] for e in result.events} >= {"MainProcess", "EngineCore", "Worker"}
 
 
@@ -231,6 +232,7 @@ SOURCE_LINES = (
     ("v1/worker/cpu_model_runner.py", "Warming up model for the compilation", "warmup_start"),
     ("v1/worker/cpu_model_runner.py", "Warming up done", "warmup_done"),
     ("platforms/__init__.py", "Automatically detected platform", "platform"),
+    ("config/model.py", "Resolved architecture", "architecture"),
     ("config/scheduler.py", "Chunked prefill is enabled", "scheduler_config"),
 )
 _PRINTF = re.compile(r"%[-+ #0]*\d*(?:\.\d+)?[sdfr]")
