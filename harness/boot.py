@@ -183,35 +183,78 @@ def _primed_marker(spec: BootSpec) -> Path:
     return cache_home() / "compile-cache" / spec.compile_cache_key() / "primed.json"
 
 
+def _proc_state(pid_dir: Path) -> tuple[str, int] | None:
+    """(state, process group) of a /proc/<pid> entry; None when it is gone."""
+    try:
+        stat = (pid_dir / "stat").read_text()
+    except OSError:
+        return None
+    # Fields after the parenthesized command: state ppid pgrp ...
+    fields = stat[stat.rindex(")") + 2:].split()
+    return fields[0], int(fields[2])
+
+
 def _group_members(pgid: int) -> list[int]:
     out = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the parenthesized command: state ppid pgrp ...
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] != "Z":
+        state = _proc_state(entry)
+        if state is not None and state[1] == pgid and state[0] != "Z":
             out.append(int(entry.name))
     return out
 
 
-def kill_group(pgid: int, grace_s: float = 3.0) -> list[int]:
-    """SIGTERM, then SIGKILL, the whole group; return pids still alive afterwards."""
+def _marked_processes(marker: str) -> list[int]:
+    """Live processes whose environment holds ``marker`` (``NAME=value``).
+
+    Every descendant of a boot inherits its environment, also one that left the process group
+    with setsid / setpgrp (vLLM's data-parallel supervisor does), which ``killpg`` misses.
+    """
+    needle, me, out = marker.encode(), os.getpid(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:  # gone, or another user's
+            continue
+        if needle in environ.split(b"\0"):
+            state = _proc_state(entry)
+            if state is not None and state[0] != "Z":
+                out.append(int(entry.name))
+    return out
+
+
+def kill_group(pgid: int, grace_s: float = 3.0, marker: str | None = None) -> list[int]:
+    """SIGTERM, then SIGKILL, the whole group; return pids still alive afterwards.
+
+    With ``marker`` (an environment entry unique to the boot), processes of the boot that
+    left the group are signalled too.
+    """
+    def members() -> list[int]:
+        found = set(_group_members(pgid))
+        if marker is not None:
+            found |= set(_marked_processes(marker))
+        return sorted(found)
+
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        if not _group_members(pgid):
+        alive = members()
+        if not alive:
             return []
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
-            return []
+            pass
+        for pid in set(alive) - set(_group_members(pgid)):
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
         deadline = time.monotonic() + wait
-        while time.monotonic() < deadline and _group_members(pgid):
+        while time.monotonic() < deadline and members():
             time.sleep(0.05)
-    return _group_members(pgid)
+    return members()
 
 
 def _tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
@@ -342,7 +385,9 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         finally:
             # Also on Ctrl-C / SIGTERM: the boot's group is a session of its own, which the
             # terminal's signals never reach.
-            survivors = kill_group(proc.pid)
+            marker = f"COLDSTART_EVENTS={events_path}"
+            escaped = sorted(set(_marked_processes(marker)) - set(_group_members(proc.pid)))
+            survivors = kill_group(proc.pid, marker=marker)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # stuck in uninterruptible sleep: keep the record
@@ -352,6 +397,9 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
     evidence["exit_code"] = proc.returncode
     if survivors:
         evidence["survivors"] = survivors
+    if escaped:
+        # Killed with the rest, found by their inherited environment.
+        evidence["escaped_process_group"] = escaped
 
     child: dict[str, Any] = {}
     if child_result_path.exists():
