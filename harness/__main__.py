@@ -102,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     def progress(msg: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
 
+    # Checked before the boot, not after it: a result is never lost to a bad --out.
+    if not args.out.parent.is_dir():
+        print(f"error: --out {args.out}: folder {args.out.parent} does not exist", file=sys.stderr)
+        return 2
     try:
         name, path = resolve_model(args.model)
         tensorizer_uri = args.tensorizer_uri
@@ -118,8 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     except BootError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    render_table(result)
+    except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (BootInterrupted)
+        print(f"error: interrupted ({exc or 'Ctrl-C'}); the boot's processes were killed",
+              file=sys.stderr)
+        return 130
     args.out.write_text(result.model_dump_json(indent=2) + "\n")
+    render_table(result)
     progress(f"wrote {args.out}")
     if result.state != "measured":
         print(f"error: boot {result.state}: {result.error or result.skip_reason}", file=sys.stderr)

@@ -111,7 +111,11 @@ def _cli_args(kwargs):
         flag = "--" + key.replace("_", "-")
         if value is True:
             args.append(flag)
-        elif value is False or value is None:
+        elif value is False:
+            # vLLM's boolean options are BooleanOptionalAction: dropping the flag would leave
+            # vLLM's default (True for some), not the value the offline child passes.
+            args.append("--no-" + key.replace("_", "-"))
+        elif value is None:
             continue
         elif isinstance(value, (dict, list)):
             args += [flag, json.dumps(value)]

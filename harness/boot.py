@@ -19,7 +19,9 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -120,6 +122,8 @@ class BootSpec(BaseModel):
                                      ("entrypoint", self.entrypoint, ENTRYPOINTS)):
             if value not in allowed:
                 raise BootError(f"unknown {axis} {value!r}; choose one of {', '.join(allowed)}")
+        if not self.timeout_s > 0:  # also NaN
+            raise BootError(f"timeout {self.timeout_s} s: must be more than 0")
         if not self.model_path.is_dir():
             raise BootError(f"model folder {self.model_path} does not exist")
         if not (self.model_path / "config.json").is_file():
@@ -152,7 +156,8 @@ class BootSpec(BaseModel):
         """Boots with equal keys can share a warm compile cache."""
         ident = {"model_path": str(self.model_path.resolve()), "loader": self.loader,
                  "engine_kwargs": self.effective_engine_kwargs(),
-                 "vllm": installed_vllm_version(), "entrypoint": self.entrypoint}
+                 "vllm": installed_vllm_version(), "torch": _installed("torch"),
+                 "entrypoint": self.entrypoint}
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def weight_payload_files(self) -> list[Path]:
@@ -181,6 +186,41 @@ def _compile_cache_dirs(spec: BootSpec, work: Path) -> dict[str, str]:
 
 def _primed_marker(spec: BootSpec) -> Path:
     return cache_home() / "compile-cache" / spec.compile_cache_key() / "primed.json"
+
+
+def _installed(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+class BootInterrupted(KeyboardInterrupt):
+    """The parent got SIGTERM / SIGHUP during a boot (a cancelled CI job, ``timeout``)."""
+
+
+@contextmanager
+def _signals_interrupt():
+    """Turn SIGTERM and SIGHUP into ``BootInterrupted`` while a boot runs.
+
+    Python's default for SIGTERM ends the process without unwinding, so the ``finally`` that
+    kills the boot's group would not run, and the boot, a session of its own, would outlive
+    the parent. A KeyboardInterrupt is what pytest and the CLI already treat as "stop now".
+    Signals can only be handled in the main thread; elsewhere nothing changes.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum, _frame):
+        raise BootInterrupted(f"{signal.Signals(signum).name} during a boot")
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _proc_state(pid_dir: Path) -> tuple[str, int] | None:
@@ -270,11 +310,14 @@ _EXCEPTION_LINE = re.compile(r"(?:^|\s|\] )((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:
 
 
 def _root_cause(log_text: str, fallback: str | None) -> str | None:
-    """The most specific error line: vLLM re-raises EngineCore and Worker failures generically
-    ("See root cause above"), and prefixes every line with its process and log level."""
+    """The most specific error: the child's own exception unless vLLM re-raised an EngineCore
+    or Worker failure generically ("See root cause above"); then the last specific exception
+    line of the log (each prefixed with its process and log level)."""
     generic = ("Engine core initialization failed", "EngineCore failed to start",
                "initialization failed due to an exception", "See root cause above",
                "See stack trace for root cause")
+    if fallback and not any(g in fallback for g in generic):
+        return fallback
     candidates = []
     for line in log_text.splitlines():
         m = _EXCEPTION_LINE.search(line.strip())
@@ -370,7 +413,7 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
     log_path, child_result_path = prepared.log_path, prepared.child_result_path
 
     say("booting vLLM")
-    with open(log_path, "wb") as log:
+    with open(log_path, "wb") as log, _signals_interrupt():
         t0 = time.monotonic_ns()  # the boot's origin: the one instant the parent takes
         # Written first, so an events file alone is enough to replay the cut.
         events_path.write_text(json.dumps({"t": t0, "e": "boot.t0", "k": "mark",
@@ -386,8 +429,13 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
             # Also on Ctrl-C / SIGTERM: the boot's group is a session of its own, which the
             # terminal's signals never reach.
             marker = f"COLDSTART_EVENTS={events_path}"
-            escaped = sorted(set(_marked_processes(marker)) - set(_group_members(proc.pid)))
-            survivors = kill_group(proc.pid, marker=marker)
+            # A second SIGTERM must not cut the kill short: held until it is done.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})
+            try:
+                escaped = sorted(set(_marked_processes(marker)) - set(_group_members(proc.pid)))
+                survivors = kill_group(proc.pid, marker=marker)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:  # stuck in uninterruptible sleep: keep the record
@@ -425,10 +473,15 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
         if timed_out:
             error = f"timed out after {spec.timeout_s:.0f} s (the whole process group was killed)"
+            if ready is not None:
+                error += "; start-up had finished (ready), the first request had not"
         else:
             error = _root_cause(log_text, child.get("error")) or \
                 f"boot exited with code {proc.returncode} without a result"
-    if measured:
+        if child.get("traceback"):
+            evidence["child_traceback"] = child["traceback"]
+    if measured or ready is not None:
+        # What comes after ready (the first request) is not start-up, even in a failed boot.
         end = ready
     elif timed_out:
         end = returned_ns
@@ -437,6 +490,10 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
     cut = cut_phases(tl, end, platform=platform, compile_enabled=compile_enabled)
     if not measured:
         unfinished = {u.split(" ")[0].split(".")[0] for u in tl.unfinished}
+        if timed_out and end == returned_ns:
+            # Killed: the phase that owned the last instant was cut short, whether or not a
+            # probed call was open (a hung handshake between two calls of the bootstrap).
+            unfinished |= {n for n, ivs in cut.owned.items() if any(a < end <= b for a, b in ivs)}
         for name, value in cut.phases.items():
             if value is None and not cut.phase_notes[name].startswith(NOT_APPLICABLE_PREFIX):
                 cut.phase_notes[name] = "failed before this phase completed"

@@ -200,7 +200,18 @@ def write_document(doc: dict[str, Any], path: str | Path) -> None:
     Path(path).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
 
 
-def _result_from(data: dict[str, Any], where: str) -> BootResult:
+def _check_version(version: Any, where: str) -> None:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise SchemaError(f"{where}: schema_version {version!r} is not a version of this schema")
+    if version > SCHEMA_VERSION:
+        raise SchemaError(f"{where}: schema version {version} is newer than this reader "
+                          f"({SCHEMA_VERSION})")
+
+
+def _result_from(data: Any, where: str) -> BootResult:
+    if not isinstance(data, dict):
+        raise SchemaError(f"{where}: not a BootResult (a JSON {type(data).__name__})")
+    _check_version(data.get("schema_version", SCHEMA_VERSION), where)
     fields = {k: v for k, v in data.items() if k in BootResult.model_fields}
     try:
         return BootResult.model_validate(fields)
@@ -244,20 +255,31 @@ def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResu
             return [_result_from(data, str(p))]
         raise SchemaError(f"{p}: no 'benchmarks' list and not a BootResult: not a vllm-coldstart result")
     meta = data.get(DOCUMENT_KEY) or {}
-    version = meta.get("schema_version", SCHEMA_VERSION)
-    if version > SCHEMA_VERSION:
-        raise SchemaError(f"{p}: schema version {version} is newer than this reader ({SCHEMA_VERSION})")
+    benchmarks = data["benchmarks"]
+    unrecorded = meta.get("unrecorded", []) if isinstance(meta, dict) else None
+    if not isinstance(meta, dict) or not isinstance(benchmarks, list) \
+            or not isinstance(unrecorded, list):
+        raise SchemaError(f"{p}: 'benchmarks', '{DOCUMENT_KEY}' or its 'unrecorded' has the "
+                          "wrong type: not a vllm-coldstart result")
+    _check_version(meta.get("schema_version", SCHEMA_VERSION), str(p))
     out: list[BootResult] = []
-    for i, bench in enumerate(data["benchmarks"]):
+    for i, bench in enumerate(benchmarks):
+        if not isinstance(bench, dict):
+            raise SchemaError(f"{p}: benchmark {i} is a JSON {type(bench).__name__}, not an object")
         extra = bench.get("extra_info") or {}
+        if not isinstance(extra, dict):
+            raise SchemaError(f"{p}: benchmark {bench.get('name', i)!r}: extra_info is not an "
+                              "object")
         if "phases" not in extra:
             raise SchemaError(f"{p}: benchmark {bench.get('name', i)!r} has no extra_info.phases: "
                               "not written by vllm-coldstart")
         rounds = extra.get("rounds") if all_rounds else None
+        if rounds and not isinstance(rounds, list):
+            raise SchemaError(f"{p}: benchmark {bench.get('name', i)!r}: rounds is not a list")
         if rounds:
             out.extend(_result_from(r, f"{p}:{bench.get('name', i)} round {j}")
                        for j, r in enumerate(rounds))
         else:
             out.append(_result_from(extra, f"{p}:{bench.get('name', i)}"))
-    out.extend(_result_from(d, f"{p}:unrecorded[{i}]") for i, d in enumerate(meta.get("unrecorded", [])))
+    out.extend(_result_from(d, f"{p}:unrecorded[{i}]") for i, d in enumerate(unrecorded))
     return out

@@ -7,14 +7,16 @@ the boot the test ran.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from benchmarks.test_cold_start import MAX_RESIDUAL_SHARE
-from harness.boot import BootError, BootSpec, _group_members, run_boot
+from harness.boot import BootError, BootSpec, _group_members, _marked_processes, run_boot
 from harness.logs import read_log
 from harness.pagecache import EVICTED_MAX_RESIDENCY, WARM_MIN_RESIDENCY
 from harness.registry import LOG_PROBE_PAIRS, expected_answer, expected_compile_cache
@@ -37,7 +39,9 @@ def _spec(path: Path, tmp: Path, **kw) -> BootSpec:
 
 
 @pytest.fixture(scope="module")
-def cold_boot(real_model, tmp_path_factory):
+def cold_boot(real_model, tmp_path_factory, monkeypatch_module):
+    # A private cache home: the cache this boot leaves must not become the user's warm cache.
+    monkeypatch_module.setenv("COLDSTART_CACHE_DIR", str(tmp_path_factory.mktemp("cold-cache")))
     work = tmp_path_factory.mktemp("cold")
     result = run_boot(_spec(real_model, work, compile_cache="cold", page_cache="warm",
                             expect_in_answer="Paris"))
@@ -171,6 +175,40 @@ def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):
     assert result.phase_sum_s() + result.residual_s == pytest.approx(result.wall_s, abs=1e-6)
 
 
+def test_sigterm_to_the_parent_kills_the_boot(real_model, tmp_path):
+    # A cancelled CI job: the boot is a session of its own, which the job's signal does not
+    # reach; the parent must take it down before it goes.
+    events = tmp_path / "events.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "--model", str(real_model),
+                             "--compile-cache", "off", "--work-dir", str(tmp_path),
+                             "--out", str(tmp_path / "r.json")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    def started() -> int:  # processes of the boot so far: front end, EngineCore, ...
+        if not events.exists():
+            return 0
+        pids = set()
+        for line in events.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:  # a line being written
+                continue
+            if rec.get("e") == "process.start":
+                pids.add(rec["pid"])
+        return len(pids)
+
+    while started() < 2:
+        assert proc.poll() is None, proc.stderr.read()
+        assert time.monotonic() < deadline, "EngineCore never started"
+        time.sleep(0.2)
+    marker = f"COLDSTART_EVENTS={events}"
+    assert len(_marked_processes(marker)) >= 2
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 130
+    assert "interrupted (SIGTERM during a boot)" in proc.stderr.read()
+    assert _marked_processes(marker) == []
+
+
 def test_a_bad_engine_argument_is_one_line_naming_it(real_model, tmp_path):
     result = run_boot(_spec(real_model, tmp_path, compile_cache="off",
                             engine_kwargs={"max_num_seqz": 4}))
@@ -181,6 +219,8 @@ def test_a_bad_engine_argument_is_one_line_naming_it(real_model, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--model", "/no/such/folder"], "neither a model folder nor a fixture name"),
     (["--model", REAL, "--loader", "pickle"], "invalid choice: 'pickle'"),
+    (["--model", REAL, "--timeout", "0"], "must be more than 0"),
+    (["--model", REAL, "--out", "/no/such/folder/r.json"], "folder /no/such/folder does not"),
 ])
 def test_cli_rejects_bad_input_in_one_line(args, message):
     proc = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,

@@ -66,6 +66,13 @@ def test_document_round_trip_keeps_measured_and_failed_cells(tmp_path):
     (json.dumps({"benchmarks": [{"name": "t", "extra_info": {}}]}), "no extra_info.phases"),
     (json.dumps({"hello": 1}), "not a vllm-coldstart result"),
     (json.dumps({"benchmarks": [], "coldstart": {"schema_version": 999}}), "newer than"),
+    (json.dumps({"benchmarks": [], "coldstart": {"schema_version": "2"}}), "not a version"),
+    (json.dumps({"benchmarks": [], "coldstart": 5}), "wrong type"),
+    (json.dumps({"benchmarks": None}), "wrong type"),
+    (json.dumps({"benchmarks": [1]}), "benchmark 0 is a JSON int"),
+    (json.dumps({"benchmarks": [{"name": "t", "extra_info": [1]}]}), "extra_info is not an object"),
+    (json.dumps([1, 2]), "not a BootResult (a JSON int)"),
+    (json.dumps({"state": "measured", "phases": {}, "schema_version": 99}), "newer than"),
 ])
 def test_bad_files_give_one_line_errors(tmp_path, content, message):
     path = tmp_path / "bad.json"
