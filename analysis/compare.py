@@ -1,7 +1,7 @@
 """Compare two result documents phase by phase; exit 1 on a regression (the CI gate).
 
     python -m analysis.compare BASE.json NEW.json [--threshold 0.10] [--noise-floor-s 0.05]
-        [--alpha 0.05] [--force] [--strict] [--json FILE] [--all]
+        [--alpha 0.05] [--force] [--strict] [--allow-missing] [--json FILE] [--all]
 
 Cells are matched by (model, platform, loader, compile_cache, page_cache, entrypoint); the vLLM
 version is what is under test, so it is reported, never matched on. For every cell and every
@@ -12,17 +12,23 @@ phase (and the total: the wall time when both sides have it, else the sum of the
   (``scipy.stats.iqr``); a change inside it is noise;
 - a two-sided Mann-Whitney U test of the rounds (``scipy.stats.mannwhitneyu``; H. B. Mann and
   D. R. Whitney, *Ann. Math. Statist.* 18, 1947) where both sides have at least two rounds.
-  One round per side is never called significant; with very few rounds the test cannot reach
-  ``--alpha`` at all (two rounds a side: p >= 1/3), and the report says so.
+  Its p is exact (every arrangement of the rounds enumerated, ties included) up to
+  ``EXACT_MAX_ARRANGEMENTS``; scipy's default would use the normal approximation as soon as
+  two rounds tie, which gives p below what the rounds can attain (3 vs 3 tied rounds: 0.047
+  where the exact p is 0.10). One round per side is never called significant; with few
+  rounds the test cannot reach ``--alpha`` at all (at 0.05 it needs 4 rounds a side, or 3
+  against 5): such a change is never significant, and the report says so.
 
 A regression is slower by more than ``--threshold`` (relative) and more than the noise floor,
-and significant. A cell measured in BASE that failed in NEW is a regression too. Slower beyond
-threshold and floor but without a significant test is reported as "possible regression";
-``--strict`` fails on those as well.
+and significant. These fail the gate too: a cell measured in BASE that failed in NEW; a cell
+whose share of failed rounds grew (``failures grew``); a cell of BASE that NEW lacks or never
+measured (``only in base``, ``not measured in new``; ``--allow-missing`` lets those pass).
+Slower beyond threshold and floor but without a significant test is reported as "possible
+regression"; ``--strict`` fails on those as well (what a one-round CI run must use).
 
 The run's checked metadata (``machine_info``: CPU model, core count, OS and machine, GPU
 model, and the boots' platform) must agree; otherwise the comparison is refused (exit 2)
-unless ``--force``.
+unless ``--force``. A document without any boot is refused (exit 2).
 Exit codes: 0 no regression, 1 regression, 2 bad input or refused comparison.
 """
 
@@ -40,7 +46,7 @@ from typing import Any
 from analysis._cli import InputError, run_cli
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
 
-__all__ = ["CellChange", "checked_metadata", "compare_results", "main"]
+__all__ = ["CellChange", "checked_metadata", "compare_results", "failing_changes", "main"]
 
 TOTAL = "total"
 CELL_FIELDS = ("model", "platform", "loader", "compile_cache", "page_cache", "entrypoint")
@@ -61,8 +67,22 @@ class CellChange:
     min_attainable_p: float | None
     significant: bool
     status: str  # regression, improvement, possible regression, possible improvement,
-    #              no change, failed in new, fixed in new, only in base, only in new
+    #              no change, failed in new, failures grew, fixed in new, only in base,
+    #              not measured in new, only in new
     note: str = ""
+
+
+# Statuses that fail the gate; MISSING ones unless --allow-missing, POSSIBLE with --strict.
+FAILING = frozenset({"regression", "failed in new", "failures grew"})
+MISSING = frozenset({"only in base", "not measured in new"})
+POSSIBLE = frozenset({"possible regression"})
+
+# Up to this many arrangements of the rounds (C(n1 + n2, n1); 8 vs 8 rounds: 12870) the
+# Mann-Whitney p is computed exactly by enumerating them (ties handled exactly); 10 vs 10
+# (184756) takes over a second per metric. Beyond it the smallest attainable p is below
+# 1e-4, far from any alpha, and scipy's default (exact without ties, else the tie-corrected
+# normal approximation) is close enough.
+EXACT_MAX_ARRANGEMENTS = 20_000
 
 
 # ---------------------------------------------------------------------------- metadata
@@ -124,8 +144,25 @@ def _metric_values(boots: list[BootResult], metric: str, total_from_wall: bool) 
 
 
 def _min_two_sided_p(n1: int, n2: int) -> float:
-    # The most extreme arrangement of an exact Mann-Whitney test: 2 / C(n1 + n2, n1).
+    # The most extreme arrangement of an exact Mann-Whitney test: 2 / C(n1 + n2, n1). Ties
+    # across the two sides can only raise the smallest p, never lower it.
     return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+
+
+def _mann_whitney_p(new: list[float], base: list[float]) -> float:
+    """Two-sided Mann-Whitney p, exact (ties included) for the round counts a gate runs."""
+    from scipy import stats
+
+    if len(set(base) | set(new)) == 1:
+        return 1.0
+    if math.comb(len(base) + len(new), len(base)) <= EXACT_MAX_ARRANGEMENTS:
+        # n_resamples=inf: every distinct arrangement is enumerated, a deterministic exact p.
+        method: Any = stats.PermutationMethod(n_resamples=math.inf)
+    else:
+        method = "auto"
+    p = float(stats.mannwhitneyu(new, base, alternative="two-sided", method=method).pvalue)
+    # No arrangement of the rounds can give less; an approximation must not claim less.
+    return max(p, _min_two_sided_p(len(base), len(new)))
 
 
 def _change(cell: str, metric: str, base: list[float], new: list[float], *, threshold: float,
@@ -142,14 +179,11 @@ def _change(cell: str, metric: str, base: list[float], new: list[float], *, thre
     note = ""
     if len(base) >= 2 and len(new) >= 2:
         min_p = _min_two_sided_p(len(base), len(new))
-        if len(set(base) | set(new)) == 1:
-            p = 1.0
-        else:
-            p = float(stats.mannwhitneyu(new, base, alternative="two-sided").pvalue)
-        significant = p < alpha
+        p = _mann_whitney_p(new, base)
+        significant = p < alpha and min_p < alpha
         if min_p >= alpha:
             note = (f"{len(base)} vs {len(new)} rounds: the test cannot reach p < {alpha} "
-                    f"(smallest possible p {min_p:.2f})")
+                    f"(smallest possible p {min_p:.2f}); --strict fails on the change instead")
     else:
         note = "one round on a side: no test; never called significant"
     beyond = abs(change) > noise and abs(rel) > threshold
@@ -163,11 +197,19 @@ def _change(cell: str, metric: str, base: list[float], new: list[float], *, thre
                       significant, status, note)
 
 
+def _failed_share(boots: list[BootResult]) -> tuple[int, float]:
+    failed = sum(b.state == "failed" for b in boots)
+    return failed, failed / len(boots) if boots else 0.0
+
+
 def compare_results(base: list[BootResult], new: list[BootResult], *, threshold: float = 0.10,
                     floor_s: float = 0.05, alpha: float = 0.05) -> list[CellChange]:
     """Every cell and metric of two runs, with its change, noise floor and test.
 
-    ``base`` and ``new`` hold every round (``read_results(..., all_rounds=True)``).
+    ``base`` and ``new`` hold every round (``read_results(..., all_rounds=True)``). Besides
+    one entry per cell and metric, a cell gets a ``failures`` entry when its share of failed
+    rounds grew, and a ``total`` entry with a status but no times when one side has no
+    measured round (``only in base``, ``failed in new``, ...).
     """
     def by_cell(boots: list[BootResult]) -> dict[str, list[BootResult]]:
         out: dict[str, list[BootResult]] = {}
@@ -182,25 +224,36 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
         b_ok = [b for b in b_all if b.state == "measured"]
         n_ok = [b for b in n_all if b.state == "measured"]
 
-        def flat(status: str, note: str = "") -> CellChange:
-            return CellChange(cell, TOTAL, None, None, None, None, 0.0, len(b_ok), len(n_ok),
+        def flat(status: str, note: str = "", metric: str = TOTAL) -> CellChange:
+            return CellChange(cell, metric, None, None, None, None, 0.0, len(b_ok), len(n_ok),
                               None, None, False, status, note)
 
         if not b_all:
             changes.append(flat("only in new"))
             continue
         if not n_all:
-            changes.append(flat("only in base"))
+            changes.append(flat("only in base", "BASE measured it, NEW has no boot of it"))
             continue
+        errors = "; ".join(sorted({b.error for b in n_all if b.error}))[:200]
         if b_ok and not n_ok:
-            errors = {b.error for b in n_all if b.error}
-            changes.append(flat("failed in new", "; ".join(sorted(errors))[:200]))
+            if any(b.state == "failed" for b in n_all):
+                changes.append(flat("failed in new", errors))
+            else:  # every NEW round skipped (a page-cache state not reached): not measured
+                reasons = "; ".join(sorted({b.skip_reason for b in n_all if b.skip_reason}))
+                changes.append(flat("not measured in new", reasons[:200]))
             continue
+        # Some rounds failing where fewer (or none) failed before is a regression even when
+        # the rounds that did boot are as fast: a flaky start-up is worse than a slow one.
+        (fb, rb), (fn, rn) = _failed_share(b_all), _failed_share(n_all)
+        if rn > rb:
+            changes.append(flat("failures grew", f"failed rounds: base {fb}/{len(b_all)}, "
+                                f"new {fn}/{len(n_all)}" + (f": {errors}" if errors else ""),
+                                metric="failures"))
         if n_ok and not b_ok:
             changes.append(flat("fixed in new"))
             continue
         if not b_ok:
-            changes.append(flat("no change", "failed on both sides"))
+            changes.append(flat("no change", "no round measured on either side"))
             continue
         wall = all(b.wall_s is not None for b in b_ok + n_ok)
         for metric in (*PHASE_NAMES, TOTAL):
@@ -212,8 +265,19 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
     return changes
 
 
+def failing_changes(changes: list[CellChange], *, strict: bool = False,
+                    allow_missing: bool = False) -> list[CellChange]:
+    """The changes that fail the gate (see the module docstring)."""
+    failing = FAILING | (set() if allow_missing else MISSING) | (POSSIBLE if strict else set())
+    return [c for c in changes if c.status in failing]
+
+
 def _load(path: str) -> tuple[dict[str, Any], list[BootResult]]:
     boots = read_results(path, all_rounds=True)  # raises SchemaError on a bad file
+    if not boots:
+        # An empty run must not pass the gate as "nothing changed".
+        raise SchemaError(f"{path}: holds no boot (no benchmarks, nothing unrecorded): "
+                          "nothing to compare")
     doc = json.loads(Path(path).read_text())
     return (doc if isinstance(doc, dict) else {}), boots
 
@@ -231,7 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true",
                         help="compare even when the checked metadata disagree")
     parser.add_argument("--strict", action="store_true",
-                        help="also fail on possible regressions (beyond threshold, untested)")
+                        help="also fail on possible regressions (beyond threshold, untested); "
+                             "needed where the rounds cannot reach --alpha (one round a side)")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="let cells of BASE that NEW lacks or never measured pass")
     parser.add_argument("--all", action="store_true", help="list unchanged metrics too")
     parser.add_argument("--json", help="write every comparison as JSON here")
     args = parser.parse_args(argv)
@@ -252,8 +319,7 @@ def main(argv: list[str] | None = None) -> int:
 
     changes = compare_results(base, new, threshold=args.threshold,
                               floor_s=args.noise_floor_s, alpha=args.alpha)
-    failing = {"regression", "failed in new"} | ({"possible regression"} if args.strict else set())
-    failed = [c for c in changes if c.status in failing]
+    failed = failing_changes(changes, strict=args.strict, allow_missing=args.allow_missing)
 
     from rich.console import Console
     from rich.table import Table
@@ -281,13 +347,22 @@ def main(argv: list[str] | None = None) -> int:
         console.print(table)
     console.print(f"{len(changes)} comparisons, {sum(c.status == 'no change' for c in changes)} "
                   f"unchanged, {len(failed)} failing the gate")
+    # Timed comparisons whose rounds cannot give p < alpha (one round a side: no test).
+    untestable = sum(c.base_median_s is not None and (c.min_attainable_p is None
+                                                      or c.min_attainable_p >= args.alpha)
+                     for c in changes)
+    if untestable and not args.strict:
+        console.print(f"[yellow]{untestable} comparisons have too few rounds to reach p < "
+                      f"{args.alpha}: a slowdown there can only fail the gate with "
+                      "--strict[/yellow]")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "base": args.base, "new": args.new, "metadata": {"base": meta_base, "new": meta_new},
             "metadata_disagreement": {k: list(v) for k, v in disagree.items()},
             "vllm_version": {"base": _versions(base_doc, base), "new": _versions(new_doc, new)},
             "threshold": args.threshold, "noise_floor_s": args.noise_floor_s,
-            "alpha": args.alpha, "changes": [asdict(c) for c in changes],
+            "alpha": args.alpha, "strict": args.strict, "allow_missing": args.allow_missing,
+            "changes": [asdict(c) for c in changes],
             "failing": len(failed)}, indent=2) + "\n")
     return 1 if failed else 0
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
 import pytest
 
 from analysis._cli import run_cli
-from analysis.compare import compare_results
+from analysis.compare import _change, _min_two_sided_p, compare_results
 from analysis.compare import main as compare_main
 from harness.schema import BootResult, benchmark_entry, new_document, write_document
 
@@ -19,32 +20,68 @@ BASE_PHASES = {"framework_bootstrap": 8.0, "tokenizer_init": 0.3, "model_loading
 
 
 def _doc(path: Path, *, rounds: int, version: str, slower: dict[str, float] | None = None,
-         machine: dict | None = None, fail: bool = False) -> Path:
+         machine: dict | None = None, fail: bool = False, models: tuple[str, ...] = ("a", "b"),
+         offset_s: float = 0.0, failed_rounds: int = 0) -> Path:
+    """Models a and b, ``rounds`` rounds each, phases BASE_PHASES +- 0.04 s of noise.
+
+    ``slower`` adds seconds to model a's phases; ``offset_s`` to every phase of every model
+    (another run's drift); ``fail`` makes b fail (unrecorded);
+    ``failed_rounds`` replaces that many of a's rounds by failed ones.
+    """
     entries, unrecorded = [], []
-    for model in ("a", "b"):
+    for model in models:
         boots = []
         for i in range(rounds):
-            jitter = 0.02 * ((i * 7) % 5 - 2)  # deterministic noise of +-0.04 s
+            jitter = 0.02 * ((i * 7) % 5 - 2) + offset_s  # deterministic noise, +-0.04 s
             phases = {k: v + jitter + (slower or {}).get(k, 0.0) if model == "a" else v + jitter
                       for k, v in BASE_PHASES.items()}
             boots.append(BootResult(state="measured", model=model, platform="cuda",
                                     vllm_version=version, loader="safetensors",
                                     compile_cache="warm", phases=phases))
+        if model == "a" and failed_rounds:
+            boots[:failed_rounds] = [
+                BootResult(state="failed", model=model, platform="cuda", vllm_version=version,
+                           loader="safetensors", compile_cache="warm",
+                           error="EngineCore died") for _ in range(failed_rounds)]
         if fail and model == "b":
             unrecorded.append(BootResult(state="failed", model="b", platform="cuda",
                                          vllm_version=version, loader="safetensors",
                                          compile_cache="warm", error="CUDA OOM"))
             continue
-        entries.append(benchmark_entry(boots[len(boots) // 2], name=f"boot[{model}]",
+        measured = [b for b in boots if b.state == "measured"]
+        entries.append(benchmark_entry(measured[len(measured) // 2], name=f"boot[{model}]",
                                        params={"model": model}, rounds=boots))
     write_document(new_document(entries, unrecorded=unrecorded,
                                 machine_info=machine or MACHINE), path)
     return path
 
 
-def test_same_run_is_clean(tmp_path: Path) -> None:
+def _changes(base: Path, new: Path, tmp_path: Path, *extra: str) -> tuple[int, list[dict]]:
+    out = tmp_path / "changes.json"
+    code = compare_main([str(base), str(new), "--json", str(out), *extra])
+    return code, json.loads(out.read_text())["changes"]
+
+
+def test_another_run_without_change_is_clean_and_a_slowdown_is_not(tmp_path: Path) -> None:
+    # NEW is a different run, not the same file: every phase 0.03 s slower, inside the 0.05 s
+    # floor (and the 0.08 s round-to-round spread); the gate must pass it and still catch
+    # +2 s on one phase.
     base = _doc(tmp_path / "b.json", rounds=5, version="0.10.1.1")
-    assert compare_main([str(base), str(base)]) == 0
+    same = _doc(tmp_path / "s.json", rounds=5, version="0.11.0", offset_s=0.03)
+    code, changes = _changes(base, same, tmp_path)
+    assert code == 0
+    assert {c["status"] for c in changes} == {"no change"}
+    assert len(changes) == 2 * (len(BASE_PHASES) + 1)  # 2 cells x (6 phases + total)
+    assert all(c["change_s"] == pytest.approx(0.03) for c in changes if c["metric"] != "total")
+    slow = _doc(tmp_path / "n.json", rounds=5, version="0.11.0", offset_s=0.03,
+                slower={"cuda_graph_capture": 2.0})
+    code, changes = _changes(base, slow, tmp_path)
+    assert code == 1
+    bad = {(c["cell"].split("-")[0], c["metric"]): c for c in changes if c["status"] != "no change"}
+    # the total's +2.2 s is 5.5 % of 40 s: under the 10 % threshold
+    assert set(bad) == {("model=a", "cuda_graph_capture")}
+    (hit,) = bad.values()
+    assert hit["change_s"] == pytest.approx(2.03) and hit["status"] == "regression"
 
 
 def test_regression_fails_the_gate_and_names_the_phase(tmp_path: Path) -> None:
@@ -121,12 +158,40 @@ def test_bad_files_exit_2(tmp_path: Path, capsys) -> None:
         assert err.count("\n") == 1 and "Traceback" not in err
 
 
+def _slowed(doc: dict, model: str, phase: str, seconds: float) -> dict:
+    """A copy of a result document with ``phase`` (and the wall time) of every round of
+    ``model`` longer by ``seconds``."""
+    out = copy.deepcopy(doc)
+    (bench,) = [b for b in out["benchmarks"] if b["params"]["model"] == model]
+    for r in [bench["extra_info"], *bench["extra_info"]["rounds"]]:
+        r["phases"][phase] += seconds
+        r["wall_s"] += seconds
+    return out
+
+
 def test_study_iterations_as_rounds(study_reference: Path, tmp_path: Path) -> None:
     from analysis.study import read_study, study_document
 
-    doc = tmp_path / "study.json"
-    write_document(study_document(read_study(study_reference / "figures" / "figure-rest")), doc)
-    assert compare_main([str(doc), str(doc)]) == 0
+    doc = study_document(read_study(study_reference / "figures" / "figure-rest"))
+    base = tmp_path / "study.json"
+    write_document(doc, base)
+    # qwen-7b loads in 28.47 s (5 iterations within 0.02 s), boots in 51.3-52.1 s.
+    slow = tmp_path / "slow.json"
+    write_document(_slowed(doc, "qwen-7b", "model_loading", 3.0), slow)
+    code, changes = _changes(base, slow, tmp_path)
+    assert code == 1
+    flagged = {(c["cell"].split("-platform")[0], c["metric"]) for c in changes
+               if c["status"] != "no change"}
+    assert flagged == {("model=qwen-7b", "model_loading")}  # +3 s of 52 s total: 5.8 %
+    hit = next(c for c in changes if c["status"] == "regression")
+    assert (hit["n_base"], hit["n_new"]) == (5, 5)
+    assert hit["change_s"] == pytest.approx(3.0) and hit["p_value"] == pytest.approx(2 / 252)
+    assert len(changes) == 22 * 7  # 22 models x (6 phases + total), every one compared
+    # +0.5 s (1.8 %) is under the threshold: the copy passes, every metric "no change"
+    small = tmp_path / "small.json"
+    write_document(_slowed(doc, "qwen-7b", "model_loading", 0.5), small)
+    code, changes = _changes(base, small, tmp_path)
+    assert code == 0 and {c["status"] for c in changes} == {"no change"}
 
 
 def test_suite_machine_facts_are_checked(tmp_path: Path) -> None:
@@ -140,3 +205,69 @@ def test_suite_machine_facts_are_checked(tmp_path: Path) -> None:
     other = _doc(tmp_path / "o.json", rounds=3, version="y", machine=facts("NVIDIA L40S"))
     assert compare_main([str(base), str(same)]) == 0
     assert run_cli("analysis.compare", compare_main, [str(base), str(other)]) == 2
+
+
+def test_a_cell_lost_in_new_fails_the_gate_unless_allowed(tmp_path: Path) -> None:
+    base = _doc(tmp_path / "b.json", rounds=5, version="x")
+    new = _doc(tmp_path / "n.json", rounds=5, version="y", models=("a",))
+    code, changes = _changes(base, new, tmp_path)
+    assert code == 1
+    (lost,) = [c for c in changes if c["status"] != "no change"]
+    assert lost["status"] == "only in base" and lost["cell"].startswith("model=b")
+    assert compare_main([str(base), str(new), "--allow-missing"]) == 0
+    # a cell only NEW has is new coverage, not a failure
+    assert compare_main([str(new), str(base)]) == 0
+
+
+@pytest.mark.parametrize("content", [[], new_document([])], ids=["list", "document"])
+def test_a_run_without_boots_is_refused(tmp_path: Path, capsys, content) -> None:
+    base = _doc(tmp_path / "b.json", rounds=3, version="x")
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps(content))
+    for argv in ([str(base), str(empty)], [str(empty), str(base)]):
+        assert run_cli("analysis.compare", compare_main, argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("analysis.compare: error: ")
+        assert "empty.json: holds no boot" in err
+
+
+def test_more_failed_rounds_fail_the_gate(tmp_path: Path) -> None:
+    base = _doc(tmp_path / "b.json", rounds=5, version="x")
+    new = _doc(tmp_path / "n.json", rounds=5, version="y", failed_rounds=3)
+    code, changes = _changes(base, new, tmp_path)
+    assert code == 1
+    (grew,) = [c for c in changes if c["status"] == "failures grew"]
+    assert grew["cell"].startswith("model=a") and grew["metric"] == "failures"
+    assert grew["note"] == "failed rounds: base 0/5, new 3/5: EngineCore died"
+    # the two rounds that booted are still compared, and are as fast as before
+    timed = [c for c in changes if c["cell"].startswith("model=a") and c["metric"] != "failures"]
+    assert len(timed) == len(BASE_PHASES) + 1 and {c["status"] for c in timed} == {"no change"}
+    assert {(c["n_base"], c["n_new"]) for c in timed} == {(5, 2)}
+    # the same share of failures on both sides is not a regression
+    same = _doc(tmp_path / "s.json", rounds=5, version="y", failed_rounds=1)
+    again = _doc(tmp_path / "s2.json", rounds=5, version="z", failed_rounds=1)
+    assert compare_main([str(same), str(again)]) == 0
+    # fewer failures is not one either
+    assert compare_main([str(new), str(base)]) == 0
+
+
+def test_tied_rounds_get_the_exact_p() -> None:
+    # scipy's default falls back to the normal approximation on ties: p = 0.047 for three
+    # tied rounds a side, below the 0.10 that any arrangement of 3 vs 3 rounds can give.
+    c = _change("c", "total", [10, 10, 10], [12, 12, 12], threshold=0.1, floor_s=0.05,
+                alpha=0.05)
+    assert c.p_value == pytest.approx(0.1) and c.min_attainable_p == pytest.approx(0.1)
+    assert not c.significant and c.status == "possible regression" and "cannot reach" in c.note
+    # four tied rounds a side can reach it: the exact p of full separation is 2 / C(8, 4)
+    c = _change("c", "total", [10] * 4, [12] * 4, threshold=0.1, floor_s=0.05, alpha=0.05)
+    assert c.p_value == pytest.approx(2 / 70) and c.significant and c.status == "regression"
+    # ties across the sides: exact p of this arrangement (enumerated: 10 of 20 as extreme)
+    c = _change("c", "total", [10, 11, 12], [11, 12, 13], threshold=0.0, floor_s=0.0,
+                alpha=0.05)
+    assert c.p_value == pytest.approx(0.5) and not c.significant
+
+
+def test_rounds_a_side_the_gate_needs_at_alpha_005() -> None:
+    # docs/analysis.md: 4 rounds a side (or 3 against 5); fewer need --strict.
+    assert _min_two_sided_p(3, 3) >= 0.05 and _min_two_sided_p(3, 4) >= 0.05
+    assert _min_two_sided_p(4, 4) < 0.05 and _min_two_sided_p(3, 5) < 0.05
