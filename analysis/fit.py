@@ -168,7 +168,14 @@ def _fit(target: str, rows: list[Row], feature: str | None,
 
 def _loo_errors(target: str, rows: list[Row], feature: str | None,
                 outlier_alpha: float | None) -> dict[str, float]:
-    """Left-out model -> (predicted - measured) seconds, refitting without it each time."""
+    """Left-out model -> (predicted - measured) seconds, refitting without it each time.
+
+    Raises
+    ------
+    FitError
+        A fold cannot be fitted (the feature has one value once that model is left out);
+        the message names the model.
+    """
     from sklearn.model_selection import LeaveOneOut
 
     names, x, y = _xy(rows, target, feature)
@@ -176,9 +183,12 @@ def _loo_errors(target: str, rows: list[Row], feature: str | None,
     errors = {}
     for train, test in LeaveOneOut().split(np.zeros(len(y))):
         i = int(test[0])
-        m = fit_phase(target, [y[j] for j in train], [names[j] for j in train], feature=feature,
-                      x=None if x is None else [x[j] for j in train], feature_scale=scale,
-                      feature_unit=unit, outlier_alpha=outlier_alpha)
+        try:
+            m = fit_phase(target, [y[j] for j in train], [names[j] for j in train],
+                          feature=feature, x=None if x is None else [x[j] for j in train],
+                          feature_scale=scale, feature_unit=unit, outlier_alpha=outlier_alpha)
+        except FitError as exc:
+            raise FitError(f"without {names[i]}: {exc}") from exc
         errors[names[i]] = m.predict(None if x is None else x[i]).mean_s - y[i]
     return errors
 
@@ -296,12 +306,26 @@ def _select(phase: str, rows: list[Row], forced: str | None,
     k = screening_budget(len(measured), outlier_alpha)
     mse, score = {}, {}
     for c in usable:
-        errors = list(_loo_errors(phase, measured, c, outlier_alpha).values())
+        try:
+            errors = list(_loo_errors(phase, measured, c, outlier_alpha).values())
+        except FitError as exc:
+            # One model alone gives the feature its spread (one 16-layer model among 4-layer
+            # ones): without it the fold has no line, so the candidate has no score, and a
+            # line whose slope rests on one model is not one the criterion can vouch for.
+            table.append({"feature": c, "loo_mse_s2": None, "loo_trimmed_mse_s2": None,
+                          "chosen": False,
+                          "why": f"not scored: a leave-one-out fold cannot be fitted ({exc})"})
+            continue
         mse[c] = float(np.mean(np.square(errors)))
         score[c] = _trimmed_mse(errors, k)
-    best = min(usable, key=lambda c: (score[c], usable.index(c)))
+    scored = [c for c in usable if c in score]
+    if not scored:
+        notes.append("no candidate feature could be cross-validated (a leave-one-out fold "
+                     "has a single feature value): fitted as a constant")
+        return None, table, notes
+    best = min(scored, key=lambda c: (score[c], usable.index(c)))
     table += [{"feature": c, "loo_mse_s2": mse[c], "loo_trimmed_mse_s2": score[c],
-               "trimmed": k, "chosen": c == best, "why": ""} for c in usable]
+               "trimmed": k, "chosen": c == best, "why": ""} for c in scored]
     return best, table, notes
 
 
@@ -530,21 +554,43 @@ def _cross_validate(rows: list[Row], models: dict[str, PhaseModel], how: str,
     if len(complete) < MIN_POINTS_LINEAR + 1:
         return {"n": len(complete), "note": "too few complete models to cross-validate"}
     predicted, measured, per_model = [], [], {}
+    fallbacks: list[str] = []
     for train, test in LeaveOneOut().split(np.zeros(len(complete))):
         left = complete[int(test[0])]
         others = [complete[j] for j in train]
         # Models with a missing phase still help fit the phases they measured.
         others += [r for r in rows if r not in complete]
-        refit = {p: (_fit(p, others, m.feature, outlier_alpha) if m.status == "fit" else m)
-                 for p, m in models.items()}
+        refit = {}
+        try:
+            for p, m in models.items():
+                if m.status != "fit":
+                    refit[p] = m
+                    continue
+                try:
+                    refit[p] = _fit(p, others, m.feature, outlier_alpha)
+                except FitError as exc:
+                    if m.feature is None:
+                        raise
+                    # Without this model the feature has one value (or too few points): the
+                    # fold predicts the phase by the others' mean, what a line through one
+                    # x value amounts to. Counted in the figures, and said.
+                    refit[p] = _fit(p, others, None, outlier_alpha)
+                    fallbacks.append(f"without {left.model}: {p} fitted as a constant ({exc})")
+        except FitError as exc:
+            fallbacks.append(f"without {left.model}: no fit ({exc}); left out of the figures")
+            continue
         _, total = _predict_row(refit, left.features)
         truth = _measured_total(left, how)
         predicted.append(total.mean_s)
         measured.append(truth)
         per_model[left.model] = {"predicted_s": total.mean_s, "measured_s": truth,
                                  "residual_s": truth - total.mean_s}
-    out: dict[str, Any] = {"n": len(complete), **_metrics(predicted, measured)}
+    if len(per_model) < 2:
+        return {"n": len(per_model), "note": "too few models could be cross-validated",
+                "fallbacks": fallbacks}
+    out: dict[str, Any] = {"n": len(per_model), **_metrics(predicted, measured)}
     out["per_model"] = per_model
+    out["fallbacks"] = fallbacks
     # The same figures without the models some phase fit screened out: what the line does for
     # models like the ones it describes.
     screened = {n for m in models.values() for n in m.outliers}

@@ -107,6 +107,8 @@ def _summary_lines(f: GroupFit) -> list[str]:
                          f"{robust['max_error_s']:.2f} s")
     elif cv:
         lines.append(f"cross-validation: {cv.get('note', '-')}")
+    # Folds that could not refit a phase's line and used a constant instead.
+    lines += [f"  {fb}" for fb in cv.get("fallbacks", [])]
     return lines
 
 

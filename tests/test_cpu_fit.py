@@ -67,3 +67,52 @@ def test_pcc_on_cpu(cpu_fit):
         assert pcc[phase]["feature"] == feature
     # there is no CUDA-graph capture on CPU: nothing is fitted for it
     assert pcc.get("cuda_graph_capture", {}).get("r") is None
+
+
+# Holding out every model with more than 4 layers but rand-llama3.2-1b leaves it the only
+# training model whose layers (16) and compiled-graph size differ from the other twelve: the
+# leave-one-out fold without it has a single feature value and no line.
+DEEP_HOLDOUT = ("rand-qwen2.5-0.5b,rand-qwen2.5-0.5b-l12,rand-qwen2.5-0.5b-l6,"
+                "rand-smollm2-135m-l15,rand-smollm2-135m-l30,rand-smollm2-360m")
+
+
+def _fit_deep_holdout(tmp_path: Path, *extra: str) -> dict:
+    import warnings
+
+    out = tmp_path / "fit"
+    with warnings.catch_warnings():  # statsmodels on the leverage-1 point; not the subject
+        warnings.simplefilter("ignore")
+        assert fit_main([str(SCALING), "--features", str(FEATURES), "--holdout", DEEP_HOLDOUT,
+                         "--out-dir", str(out), "--json", str(out / "s.json"), "--quiet",
+                         "--no-plots", *extra]) == 0
+    return json.loads((out / "s.json").read_text())
+
+
+def test_a_fold_without_a_line_unscores_the_candidate_not_the_fit(tmp_path):
+    summary = _fit_deep_holdout(tmp_path)
+    assert len(summary["train"]) == 13 and summary["holdout"]["n"] == 6
+    for sub in ("dynamo_transform", "inductor_compile", "compiled_graph_load"):
+        target = f"torch_compile.{sub}"
+        table = summary["selection"][target]
+        assert {t["feature"] for t in table} == {"layers", "compiled_graph_bytes"}
+        for t in table:
+            assert not t["chosen"] and t["loo_trimmed_mse_s2"] is None
+            assert t["why"].startswith("not scored: a leave-one-out fold cannot be fitted "
+                                       "(without rand-llama3.2-1b: ")
+        assert summary["features"][target] == "constant"
+        assert any("could be cross-validated" in n for n in summary["notes"][target])
+    # the phases whose candidates vary among the 4-layer models still choose by LOO
+    assert summary["features"]["tokenizer_init"] == "tokenizer_bytes"
+    assert summary["cv"]["n"] == 13 and summary["cv"]["fallbacks"] == []
+
+
+def test_a_fold_without_a_line_falls_back_to_a_constant_in_cross_validation(tmp_path):
+    summary = _fit_deep_holdout(tmp_path, "--feature", "torch_compile.dynamo_transform=layers")
+    assert summary["features"]["torch_compile.dynamo_transform"] == "layers"
+    cv = summary["cv"]
+    assert cv["n"] == 13 and set(cv["per_model"]) == set(summary["train"])
+    report = (tmp_path / "fit" / "report.md").read_text()
+    assert "without rand-llama3.2-1b: torch_compile.dynamo_transform fitted as a constant" in report
+    assert cv["fallbacks"] == [
+        "without rand-llama3.2-1b: torch_compile.dynamo_transform fitted as a constant "
+        "(torch_compile.dynamo_transform: feature 'layers' has the same value for every model)"]
