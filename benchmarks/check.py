@@ -2,7 +2,8 @@
 
 Checks a benchmark JSON against the cells its matrix should hold: every cell present, every
 one measured (or failed/skipped *on record*, which fails the check unless --allow-failed),
-every measured cell with all six phases accounted for. Exit 0 good, 1 not, 2 unreadable.
+every measured cell with all six phases accounted for. Exit 0 good, 1 not, 2 unreadable
+or not such a document.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.matrix import AXES, AXIS_OPTIONS, select
+from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
 from harness.schema import (
     NOT_APPLICABLE_PREFIX,
     PHASE_NAMES,
@@ -20,6 +21,22 @@ from harness.schema import (
     read_json,
     read_results,
 )
+
+
+def _document(path: Path) -> dict:
+    """The benchmark document at ``path``, or SchemaError naming what the file is instead.
+
+    read_results also reads a list of results or a single BootResult, but only pytest's
+    document says which cells were run and on what machine, which is what is checked here.
+    """
+    doc = read_json(path)
+    if isinstance(doc, list):
+        raise SchemaError(f"{path}: a list of results, not the JSON of "
+                          "`pytest benchmarks/ --benchmark-json`")
+    if not isinstance(doc, dict) or "benchmarks" not in doc:
+        raise SchemaError(f"{path}: a single BootResult, not the JSON of "
+                          "`pytest benchmarks/ --benchmark-json`")
+    return doc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -31,11 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allow-failed", action="store_true")
     args = ap.parse_args(argv)
     try:
-        results = read_results(args.json)
-        expected = select(args.matrix, **{a: getattr(args, a).split(",") if getattr(args, a)
-                                          else None for a in AXES})
+        results = read_results(args.json)  # also refuses a document of the wrong shape
+        doc = _document(args.json)
+        expected = select(args.matrix, **{a: split_values(getattr(args, a)) for a in AXES})
     except (SchemaError, ValueError) as exc:
-        print(f"check: error: {exc}", file=sys.stderr)
+        print(f"benchmarks.check: error: {exc}", file=sys.stderr)
         return 2
     by_cell = {cell_id({a: getattr(r, a) for a in AXES}): r for r in results}
     problems = []
@@ -52,14 +69,16 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 problems.append(f"{cell.id}: phases not measured: "
                                 f"{ {p: r.phase_notes.get(p) for p in missing} }")
-            line += f", ready in {r.wall_s:.1f} s"
+            if r.wall_s is None:
+                problems.append(f"{cell.id}: measured, but no wall time")
+            else:
+                line += f", ready in {r.wall_s:.1f} s"
         else:
             detail = r.error or r.skip_reason
             line += f" ({detail})"
             if not args.allow_failed:
                 problems.append(line)
         print(line)
-    doc = read_json(args.json)
     for key in ("machine_info", "coldstart"):
         if key not in doc:
             problems.append(f"no {key!r} in {args.json}")
@@ -68,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         if failed_checks:
             problems.append(f"{bench.get('param')}: assertions failed: {failed_checks}")
     for p in problems:
-        print(f"check: {p}", file=sys.stderr)
-    print(f"check: {len(expected)} cells expected, {len(problems)} problem(s)")
+        print(f"benchmarks.check: {p}", file=sys.stderr)
+    print(f"benchmarks.check: {len(expected)} cells expected, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

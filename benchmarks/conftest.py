@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.matrix import AXES, AXIS_OPTIONS, MATRICES, Cell, select
+from benchmarks.matrix import AXES, AXIS_OPTIONS, MATRICES, Cell, select, split_values
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
@@ -59,10 +59,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _selected_cells(config: pytest.Config) -> list[Cell]:
-    narrow = {}
-    for axis in AXES:
-        raw = config.getoption(f"coldstart_{axis}")
-        narrow[axis] = [v.strip() for v in raw.split(",") if v.strip()] if raw else None
+    narrow = {axis: split_values(config.getoption(f"coldstart_{axis}")) for axis in AXES}
     try:
         return select(config.getoption("matrix"), **narrow)
     except ValueError as exc:

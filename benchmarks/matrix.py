@@ -73,6 +73,13 @@ def _full() -> list[Cell]:
 MATRICES = {"smoke": _smoke, "scaling": _scaling, "full": _full}
 
 
+def split_values(raw: str | None) -> list[str] | None:
+    """An axis option's comma-separated values, as pytest and benchmarks.check both read them:
+    blanks around a value ignored, no value at all is no narrowing (None)."""
+    values = [v.strip() for v in (raw or "").split(",") if v.strip()]
+    return values or None
+
+
 def select(matrix: str, **narrow: list[str] | None) -> list[Cell]:
     """The cells of ``matrix``, narrowed on any axis (``loader=["safetensors"]``, ...).
 
