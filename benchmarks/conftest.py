@@ -70,8 +70,18 @@ def pytest_configure(config: pytest.Config) -> None:
     """Bad options stop the session here, once, with pytest's usage exit code."""
     if not hasattr(config.option, "matrix"):
         return
-    if config.getoption("rounds") < 1:
+    rounds = config.getoption("rounds")
+    if rounds < 1:
         raise pytest.UsageError("--rounds must be >= 1")
+    # Refused rather than worked around: --benchmark-disable asks pytest-benchmark to run each
+    # benchmark once and keep no entry, so the other rounds would neither run nor have an
+    # entry whose extra_info.rounds could hold them. Someone who asked for N boots per cell
+    # would get 1 without a word.
+    if (rounds > 1 and config.getoption("benchmark_disable", False)
+            and not config.getoption("benchmark_enable", False)):
+        raise pytest.UsageError(f"--rounds {rounds} needs pytest-benchmark enabled: "
+                                "--benchmark-disable runs each cell once; drop it "
+                                "(or add --benchmark-enable)")
     if config.getoption("boot_timeout") <= 0:
         raise pytest.UsageError("--boot-timeout must be > 0")
     resume = config.getoption("resume")

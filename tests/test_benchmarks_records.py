@@ -1,6 +1,7 @@
-"""benchmarks.check: what it refuses, and how it reads the axis options.
+"""benchmarks.check and the benchmark options: what they refuse, how they read values.
 
-Malformed files are fed to its ``main``; none of this boots anything.
+Malformed files are fed to benchmarks.check's ``main``; options are tried with
+``--collect-only``. None of this boots anything.
 """
 
 from __future__ import annotations
@@ -17,7 +18,29 @@ from benchmarks.matrix import Cell, split_values
 from harness.schema import BootResult, benchmark_entry, new_document
 
 REPO = Path(__file__).resolve().parents[1]
+ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches", "warm",
+            "--entrypoints", "offline"]
 CELL = Cell("smollm2-135m", "safetensors", "cold", "warm", "offline")
+
+
+def test_rounds_with_benchmark_disable_is_refused(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/", "-p", "no:cacheprovider", "-q",
+         "--collect-only", "--rounds", "3", "--benchmark-disable", *ONE_CELL],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 4, proc.stdout[-1000:]
+    assert "--rounds 3 needs pytest-benchmark enabled" in proc.stderr
+    # one round, or benchmarks turned back on, is what the user asked for
+    for args in (["--rounds", "1", "--benchmark-disable"],
+                 ["--rounds", "3", "--benchmark-disable", "--benchmark-enable"]):
+        ok = subprocess.run([sys.executable, "-m", "pytest", "benchmarks/", "-p",
+                             "no:cacheprovider", "-q", "--collect-only",
+                             "--allow-busy-machine", *args, *ONE_CELL],
+                            cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert ok.returncode == 0, ok.stdout[-1000:] + ok.stderr[-1000:]
+
+
+# ---------------------------------------------------------------- benchmarks.check
 
 
 def _measured() -> BootResult:
