@@ -115,14 +115,17 @@ class ColdstartSession:
         self.cells_log = Path(log)
         self.cells_log.parent.mkdir(parents=True, exist_ok=True)
 
-    def record(self, cell: Cell, result: BootResult, checks_failed: list[str] | None = None):
+    def record(self, cell: Cell, result: BootResult, checks_failed: list[str] | None = None,
+               rounds: list[BootResult] | None = None):
         import json
 
         self.results[cell.id] = result
         with open(self.cells_log, "a") as fh:
             fh.write(json.dumps({"cell": cell.id, "params": cell.params(),
                                  "checks_failed": checks_failed or [],
-                                 "result": result.model_dump(mode="json")}) + "\n")
+                                 "result": result.model_dump(mode="json"),
+                                 "rounds": [r.model_dump(mode="json")
+                                            for r in (rounds or [result])]}) + "\n")
 
 
 def _resumable_entries(config: pytest.Config, path: Path) -> dict[str, dict[str, Any]]:

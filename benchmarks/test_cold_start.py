@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import statistics
+import traceback
 
 import pytest
 
@@ -15,6 +16,7 @@ from harness.boot import (
     BootError,
     BootSpec,
     discard_work_dir,
+    installed_vllm_version,
     keep_as_warm_cache,
     launch_boot,
     prepare_boot,
@@ -25,15 +27,16 @@ from harness.schema import NOT_APPLICABLE_PREFIX, BootResult, extra_info
 MAX_RESIDUAL_SHARE = 0.05
 
 
-class _Unreachable(Exception):
-    """The page-cache state a round needs could not be reached: the round is skipped.
+class _RoundNotBooted(Exception):
+    """A round's setup ended it before the boot: the page-cache state could not be reached
+    (a skipped result) or preparing raised (a failed one). The result travels with it.
 
-    An ``Exception`` (pytest's Skipped is not one), so pytest-benchmark marks the benchmark
-    as errored and leaves it out of its JSON instead of failing on empty statistics.
+    An ``Exception`` (pytest's Skipped is not one), so pytest-benchmark stops the rounds and
+    marks the benchmark as errored instead of failing on empty statistics.
     """
 
     def __init__(self, result: BootResult):
-        super().__init__(result.skip_reason)
+        super().__init__(result.skip_reason or result.error)
         self.result = result
 
 
@@ -73,19 +76,37 @@ def _median_round(rounds: list[BootResult]) -> BootResult:
     return next(r for r in measured if r.wall_s == target)
 
 
-def check_cell(result: BootResult, cell: Cell, rounds: list[BootResult]) -> list[str]:
-    """Every assertion a cell makes, as a list of what failed (empty: all held)."""
-    failed: list[str] = []
+def check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
+               rounds_asked: int | None = None) -> list[str]:
+    """Every assertion a cell makes, as a list of what failed (empty: all held).
 
+    Never raises: a check that cannot be evaluated (a registry with no expectation for this
+    vLLM or platform, a version it cannot parse) is itself a failed check, so the measured
+    result it was judging stays on record.
+    """
+    failed: list[str] = []
+    try:
+        _check_cell(result, cell, rounds, rounds_asked, failed)
+    except Exception as exc:
+        failed.append(f"checks stopped by {type(exc).__name__}: {exc}")
+    return failed
+
+
+def _check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
+                rounds_asked: int | None, failed: list[str]) -> None:
     def expect(ok: bool, message: str) -> None:
         if not ok:
             failed.append(message)
 
+    if rounds_asked is not None:
+        expect(len(rounds) == rounds_asked,
+               f"{len(rounds)} of {rounds_asked} rounds run: a round's setup ended the cell")
     bad_rounds = [r for r in rounds if r.state != "measured"]
     expect(not bad_rounds, f"{len(bad_rounds)} of {len(rounds)} rounds not measured: "
                            f"{[r.error or r.skip_reason for r in bad_rounds]}")
     if result.state != "measured":
-        return failed + [f"boot {result.state}: {result.error or result.skip_reason}"]
+        failed.append(f"boot {result.state}: {result.error or result.skip_reason}")
+        return
     wall = result.wall_s
     expect(abs(result.phase_sum_s() + result.residual_s - wall) <= 1e-6 * max(wall, 1.0),
            "phases + residual != wall")
@@ -112,22 +133,38 @@ def check_cell(result: BootResult, cell: Cell, rounds: list[BootResult]) -> list
                f"page_cache=evicted, but weight loading read only "
                f"{weights['storage_read_bytes']:,} of {weights['file_bytes']:,} B from storage")
 
-    expected = expected_compile_cache(result.vllm_version, result.platform, cell.compile_cache)
-    expect(result.compile_cache_observed == expected.observed,
-           f"compile cache {result.compile_cache_observed!r}, expected {expected.observed!r} "
-           f"for vLLM {result.vllm_version} on {result.platform}: {expected.reason}")
+    # The registry may know no expectation for this vLLM or platform: that is one failed
+    # check, and the checks after it still run.
+    try:
+        expected = expected_compile_cache(result.vllm_version, result.platform,
+                                          cell.compile_cache)
+        expect(result.compile_cache_observed == expected.observed,
+               f"compile cache {result.compile_cache_observed!r}, expected "
+               f"{expected.observed!r} for vLLM {result.vllm_version} on {result.platform}: "
+               f"{expected.reason}")
+    except Exception as exc:
+        failed.append(f"compile cache {result.compile_cache_observed!r} not judged: "
+                      f"{type(exc).__name__}: {exc}")
 
     answer = result.evidence.get("answer")
     if answer is not None:
-        exp = expected_answer(result.vllm_version, result.platform, answer["compiled"],
-                              answer["dtype"])
-        expect(answer["correct"] == exp.correct,
-               f"answer {answer['text']!r}: expected correct={exp.correct} for vLLM "
-               f"{result.vllm_version} on {result.platform}: {exp.reason}")
+        try:
+            exp = expected_answer(result.vllm_version, result.platform, answer["compiled"],
+                                  answer["dtype"])
+            expect(answer["correct"] == exp.correct,
+                   f"answer {answer['text']!r}: expected correct={exp.correct} for vLLM "
+                   f"{result.vllm_version} on {result.platform}: {exp.reason}")
+        except Exception as exc:
+            failed.append(f"answer {answer.get('text')!r} not judged: "
+                          f"{type(exc).__name__}: {exc}")
     if cell.entrypoint == "serve":
         expect(bool(result.ready_s) and result.ttft_s is not None, "serve: no ready / first token")
     expect(not result.evidence.get("survivors"), "processes of the boot outlived it")
-    return failed
+
+
+def _not_booted(cell: Cell, spec: BootSpec, **fields) -> BootResult:
+    return BootResult(**cell.params(), model_path=str(spec.model_path),
+                      vllm_version=installed_vllm_version(), **fields)
 
 
 def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cache, entrypoint):
@@ -139,13 +176,26 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
         spec.check()
     except BootError as exc:
         pytest.fail(f"cannot boot this cell: {exc}", pytrace=False)
-    floor = _storage_floor(spec, coldstart)
+    try:
+        floor = _storage_floor(spec, coldstart)
+    except pagecache.PageCacheError as exc:
+        # The same unreachable state would stop the boot's own preparation: skipped, as
+        # prepare_boot has it, not failed.
+        skipped = _not_booted(cell, spec, state="skipped", skip_reason=f"storage floor: {exc}")
+        coldstart.record(cell, skipped)
+        pytest.skip(skipped.skip_reason)
     rounds: list[BootResult] = []
 
     def setup():
-        prepared = prepare_boot(spec)
+        try:
+            prepared = prepare_boot(spec)
+        except Exception as exc:  # priming or preparing broke: this round is a failed record
+            raise _RoundNotBooted(_not_booted(
+                cell, spec, state="failed",
+                error=f"round {len(rounds) + 1} setup: {type(exc).__name__}: {exc}",
+                log_tail=traceback.format_exc()[-3000:])) from exc
         if isinstance(prepared, BootResult):
-            raise _Unreachable(prepared)
+            raise _RoundNotBooted(prepared)
         return (prepared,), {}
 
     def boot(prepared):
@@ -159,23 +209,38 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
 
     try:
         benchmark.pedantic(boot, setup=setup, rounds=coldstart.rounds, iterations=1)
-    except _Unreachable as exc:
-        rounds.append(exc.result)
-        coldstart.record(cell, exc.result)
-        pytest.skip(exc.result.skip_reason)
+    except _RoundNotBooted as exc:
+        lost = exc.result
+        if not rounds:  # nothing booted: this result is the whole cell
+            coldstart.record(cell, lost)
+            if lost.state == "skipped":
+                pytest.skip(lost.skip_reason)
+            pytest.fail(f"{lost.error}\n{lost.log_tail}", pytrace=False)
+        rounds.append(lost)
+        # The rounds before it booted and were timed: pytest-benchmark would drop the entry
+        # (and with it every round) for the error; the cell's checks report the lost round.
+        benchmark.has_error = False
 
     result = _median_round(rounds)
     weights = result.evidence.get("weights", {})
     if weights.get("load_gbps") and floor.get("gbps"):
         weights["storage_floor_gbps"] = floor["gbps"]
         weights["fraction_of_floor"] = weights["load_gbps"] / floor["gbps"]
-    failures = check_cell(result, cell, rounds)
-    keep_as_warm_cache(spec, result)
-    # extra_info first: whatever happens next, the JSON holds this cell's record.
+    # On record before anything that judges or copies it. Until the checks have run the cell
+    # does not count as passing (--resume and benchmarks.check read checks_failed).
     benchmark.extra_info.update(extra_info(result, rounds))
     benchmark.extra_info["storage_floor"] = floor
+    benchmark.extra_info["checks_failed"] = ["the checks did not complete"]
+    failures = check_cell(result, cell, rounds, rounds_asked=coldstart.rounds)
+    try:
+        keep_as_warm_cache(spec, result)
+    except Exception as exc:  # a full disk costs the warm cache, not the measurement
+        failures.append(f"keeping the compile cache as the warm cache: "
+                        f"{type(exc).__name__}: {exc}")
+    # Again: keep_as_warm_cache points evidence.compile_cache_dir at the kept copy.
+    benchmark.extra_info.update(extra_info(result, rounds))
     benchmark.extra_info["checks_failed"] = failures
-    coldstart.record(cell, result, checks_failed=failures)
+    coldstart.record(cell, result, checks_failed=failures, rounds=rounds)
     if not failures:
         for r in rounds:
             discard_work_dir(r)
