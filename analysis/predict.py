@@ -18,35 +18,132 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import typing
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from analysis._cli import InputError, run_cli
 from analysis.dataset import CONFIG_FIELDS, config_label
-from analysis.features import ModelFeatures, feature_value, load_features, trait_kind
+from analysis.features import (
+    _TORCH_DTYPE_BYTES,
+    ModelFeatures,
+    feature_value,
+    load_features,
+    trait_kind,
+)
 from analysis.model import PhaseModel, Prediction, combine_predictions
 from harness.schema import SchemaError, read_json
 
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
            "domain_warnings", "main"]
 
-SUPPORTED_PREDICTOR_VERSION = 2  # 1 and 2 (2: sub-phases fitted in place of a phase)
+SUPPORTED_PREDICTOR_VERSIONS = (1, 2)  # 2: sub-phases fitted in place of a phase
+SUPPORTED_PREDICTOR_VERSION = max(SUPPORTED_PREDICTOR_VERSIONS)
+
+
+class PredictorGroup(BaseModel):
+    """One configuration of a predictor file (``analysis.fit.predictor_document``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    key: dict[str, str | None]
+    train: list[str] = Field(default_factory=list)
+    holdout: list[str] = Field(default_factory=list)
+    measured_total: Literal["wall_s", "phase_sum"] | None = None
+    phases: dict[str, PhaseModel]
+    split: dict[str, list[str]] = Field(default_factory=dict)
+    train_traits: dict[str, list[str]] | None = None  # absent in files written before it
+
+
+def _validation_message(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'group'}: {e['msg']}"
+                     for e in exc.errors()[:3])
+
+
+def _finite(values: list[float]) -> bool:
+    return all(math.isfinite(v) for v in values)
+
+
+def _phase_problem(m: PhaseModel) -> str | None:
+    """Why a fitted phase cannot give a prediction (numpy would fail or answer nonsense)."""
+    if m.status == "not_applicable":
+        return None
+    k = 1 if m.feature is None else 2  # [intercept] or [intercept, slope]
+    if m.feature is not None and not all(part in ModelFeatures.model_fields
+                                         for part in m.feature.split("_x_")):
+        return f"unknown feature {m.feature!r}"
+    if len(m.coefficients) != k:
+        return f"{len(m.coefficients)} coefficients, a {'constant' if k == 1 else 'line'} has {k}"
+    if len(m.covariance) != k or any(len(row) != k for row in m.covariance):
+        return f"covariance is not {k} x {k}"
+    if not _finite(m.coefficients + [v for row in m.covariance for v in row]):
+        return "coefficients or covariance not finite"
+    if not (math.isfinite(m.residual_variance_s2) and m.residual_variance_s2 >= 0):
+        return f"residual_variance_s2 {m.residual_variance_s2} is not a variance"
+    if not (math.isfinite(m.df_resid) and m.df_resid > 0):
+        return f"df_resid {m.df_resid}: an interval needs > 0 degrees of freedom"
+    if not (math.isfinite(m.feature_scale) and m.feature_scale > 0):
+        return f"feature_scale {m.feature_scale} must be > 0"
+    if m.feature_range and (len(m.feature_range) != 2 or m.feature_range[0] > m.feature_range[1]):
+        return f"feature_range {m.feature_range} is not [min, max]"
+    return None
 
 
 def load_predictor(path: str | Path) -> dict[str, Any]:
-    """Read and check a predictor file written by ``analysis.fit``."""
+    """Read and check a predictor file written by ``analysis.fit``.
+
+    Every group is validated (``PredictorGroup``, ``PhaseModel``) and every fitted phase's
+    coefficients and covariance checked for shape, so a damaged or hand-edited file is a
+    ``SchemaError`` here, never a numpy error at prediction time. The groups come back as
+    the validated models' plain dicts.
+    """
     p = Path(path)
     doc = read_json(p)
     if not isinstance(doc, dict) or "predictor_schema_version" not in doc:
         raise SchemaError(f"{p}: no predictor_schema_version: not a predictor file of analysis.fit")
     version = doc["predictor_schema_version"]
-    if not isinstance(version, int) or version > SUPPORTED_PREDICTOR_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int):  # bool is an int in Python
+        raise SchemaError(f"{p}: predictor_schema_version {version!r} is not an integer")
+    if version > SUPPORTED_PREDICTOR_VERSION:
         raise SchemaError(f"{p}: predictor schema version {version} is newer than this reader "
                           f"({SUPPORTED_PREDICTOR_VERSION})")
-    if not doc.get("groups"):
+    if version not in SUPPORTED_PREDICTOR_VERSIONS:
+        raise SchemaError(f"{p}: predictor schema version {version} is not one this reader "
+                          f"knows ({', '.join(map(str, SUPPORTED_PREDICTOR_VERSIONS))})")
+    groups = doc.get("groups")
+    if not groups:
         raise SchemaError(f"{p}: holds no fitted configuration")
-    return doc
+    if not isinstance(groups, list):
+        raise SchemaError(f"{p}: groups is not a list")
+    checked = []
+    for i, raw in enumerate(groups):
+        where = f"{p}: groups[{i}]"
+        if not isinstance(raw, dict):
+            raise SchemaError(f"{where} is not an object")
+        try:
+            group = PredictorGroup.model_validate(raw)
+        except ValidationError as exc:
+            raise SchemaError(f"{where}: {_validation_message(exc)}") from exc
+        if not group.phases:
+            raise SchemaError(f"{where}: no phases")
+        for name, m in group.phases.items():
+            why = _phase_problem(m)
+            if why:
+                raise SchemaError(f"{where}: phase {name}: {why}")
+        for phase, subs in group.split.items():
+            lacking = [s for s in subs if s not in group.phases]
+            if not subs or lacking:
+                raise SchemaError(f"{where}: split {phase}: sub-phases {lacking or subs} "
+                                  "not among its phases")
+        out = group.model_dump(mode="json")
+        if group.train_traits is None:
+            out.pop("train_traits")  # so domain_warnings knows the file predates them
+        checked.append(out)
+    return {**doc, "groups": checked}
 
 
 def choose_group(doc: dict[str, Any], wanted: dict[str, str | None]) -> dict[str, Any]:
@@ -113,6 +210,50 @@ def domain_warnings(group: dict[str, Any], features: ModelFeatures) -> dict[str,
     return out
 
 
+def _field_kind(name: str) -> type | None:
+    """int, bool or str: what ``--set`` may give a ``ModelFeatures`` field; None: nothing."""
+    annotation = ModelFeatures.model_fields[name].annotation
+    origin = typing.get_origin(annotation)
+    if origin in (dict, list):
+        return None
+    kinds = set(typing.get_args(annotation)) if origin is not None else {annotation}
+    for kind in (bool, int, str):  # bool first: a flag is not a count
+        if kind in kinds:
+            return kind
+    return None  # dicts and lists (params_by_dtype, estimated)
+
+
+def _override_value(item: str, name: str, value: str) -> int | bool | str:
+    kind = _field_kind(name)
+    if name == "dtype":
+        dtypes = sorted(_TORCH_DTYPE_BYTES)
+        if value.replace("torch.", "") not in dtypes:
+            raise InputError(f"--set {item!r}: not a dtype ({', '.join(dtypes)})")
+        return value
+    if name == "quantization":
+        return value  # a method name ("fp8", "awq", ...): only read as a trait
+    if kind is str:  # source, compiled_graph_method: bookkeeping, not features
+        raise InputError(f"--set {item!r}: {name} is not a feature")
+    if kind is bool:
+        if value.lower() in ("true", "1", "yes"):
+            return True
+        if value.lower() in ("false", "0", "no"):
+            return False
+        raise InputError(f"--set {item!r}: {name} is a flag: true or false")
+    if kind is int:
+        try:
+            number = float(value) if "." in value or "e" in value.lower() else int(value)
+        except ValueError as exc:
+            raise InputError(f"--set {item!r}: {value!r} is not a number") from exc
+        # Counts and byte sizes: "1.5e9" is fine, 1.5 parameters or 1e999 (inf) are not.
+        if not (math.isfinite(number) and float(number).is_integer()):
+            raise InputError(f"--set {item!r}: {name} is a whole number (a count or bytes)")
+        if number < 0:
+            raise InputError(f"--set {item!r}: {name} cannot be negative")
+        return int(number)
+    raise InputError(f"--set {item!r}: {name} cannot be set from the command line")
+
+
 def _apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures:
     data = features.model_dump()
     for item in items:
@@ -120,14 +261,12 @@ def _apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures
         if not sep or name not in ModelFeatures.model_fields or name in ("model", "estimated"):
             raise InputError(f"--set {item!r}: expected FEATURE=VALUE with a feature of "
                              "analysis.features.ModelFeatures")
-        try:
-            data[name] = float(value) if "." in value or "e" in value.lower() else int(value)
-        except ValueError as exc:
-            raise InputError(f"--set {item!r}: {value!r} is not a number") from exc
-        if isinstance(data[name], float) and data[name].is_integer():
-            data[name] = int(data[name])
+        data[name] = _override_value(item, name, value)
         data["estimated"] = [e for e in data["estimated"] if e != name]
-    return ModelFeatures.model_validate(data)
+    try:
+        return ModelFeatures.model_validate(data)
+    except ValidationError as exc:  # a combination the model refuses: still one line
+        raise InputError(f"--set: {_validation_message(exc)}") from exc
 
 
 def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Prediction],

@@ -134,3 +134,112 @@ def test_bad_predictor_files(fitted: dict, tmp_path: Path, capsys) -> None:
                  [str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
                   "--loader", "tensorizer"])
     assert rc == 2 and "no fitted configuration matches" in capsys.readouterr().err
+
+
+def _damaged(doc: dict, how: str) -> dict:
+    d = json.loads(json.dumps(doc))
+    g = d["groups"][0]
+    line = g["phases"]["model_loading"]
+    match how:
+        case "group without phases":
+            del g["phases"]
+        case "group without key":
+            del g["key"]
+        case "group not an object":
+            d["groups"] = [1]
+        case "groups not a list":
+            d["groups"] = {"a": g}
+        case "phase without coefficients":
+            del line["coefficients"]
+        case "covariance 1 x 1 for a line":
+            line["covariance"] = [[0.01]]
+        case "covariance rows ragged":
+            line["covariance"] = [[0.01, 0.0], [0.0]]
+        case "extra key in a phase":
+            line["slope"] = 2.0
+        case "extra key in a group":
+            g["phase_models"] = {}
+        case "unknown feature":
+            line["feature"] = "weight_gigabytes"
+        case "no degrees of freedom":
+            line["df_resid"] = 0
+        case "split names a sub-phase it lacks":
+            g["split"]["torch_compile"].append("torch_compile.inductor_compile")
+        case version:
+            d["predictor_schema_version"] = json.loads(version.split("=", 1)[1])
+    return d
+
+
+@pytest.mark.parametrize("how, words", [
+    ("group without phases", "groups[0]: phases: Field required"),
+    ("group without key", "groups[0]: key: Field required"),
+    ("group not an object", "groups[0] is not an object"),
+    ("groups not a list", "groups is not a list"),
+    ("phase without coefficients", "phase model_loading: 0 coefficients, a line has 2"),
+    ("covariance 1 x 1 for a line", "phase model_loading: covariance is not 2 x 2"),
+    ("covariance rows ragged", "phase model_loading: covariance is not 2 x 2"),
+    ("extra key in a phase", "phases.model_loading.slope: Extra inputs are not permitted"),
+    ("extra key in a group", "phase_models: Extra inputs are not permitted"),
+    ("unknown feature", "phase model_loading: unknown feature 'weight_gigabytes'"),
+    ("no degrees of freedom", "phase model_loading: df_resid 0.0"),
+    ("split names a sub-phase it lacks", "split torch_compile: sub-phases"),
+    ("version=0", "predictor schema version 0 is not one this reader knows (1, 2)"),
+    ("version=-1", "predictor schema version -1 is not one this reader knows"),
+    ("version=true", "predictor_schema_version True is not an integer"),
+    ("version=1.5", "predictor_schema_version 1.5 is not an integer"),
+    ("version=\"2\"", "predictor_schema_version '2' is not an integer"),
+    ("version=3", "predictor schema version 3 is newer than this reader (2)"),
+])
+def test_a_damaged_predictor_file_is_one_line(fitted: dict, tmp_path: Path, capsys,
+                                              how: str, words: str) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(_damaged(json.loads(fitted["predictor"].read_text()), how)))
+    rc = run_cli("analysis.predict", predict_main, [str(fitted["gemma"]), "--fit", str(bad)])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"analysis.predict: error: {bad}") and words in err, err
+
+
+def test_version_1_files_are_still_read(fitted: dict, tmp_path: Path) -> None:
+    old = json.loads(fitted["predictor"].read_text())
+    old["predictor_schema_version"] = 1
+    for g in old["groups"]:  # what version 1 lacked
+        del g["split"], g["train_traits"]
+    (tmp_path / "v1.json").write_text(json.dumps(old))
+    (group,) = load_predictor(tmp_path / "v1.json")["groups"]
+    assert "train_traits" not in group and group["split"] == {}
+    assert group["phases"]["model_loading"]["coefficients"] == \
+        old["groups"][0]["phases"]["model_loading"]["coefficients"]
+
+
+@pytest.mark.parametrize("item, words", [
+    ("params=1.5", "params is a whole number"),
+    ("params=1e999", "params is a whole number"),
+    ("params=nan", "is not a number"),
+    ("weight_bytes=-1", "weight_bytes cannot be negative"),
+    ("dtype=5", "not a dtype"),
+    ("moe=maybe", "moe is a flag"),
+    ("source=me", "source is not a feature"),
+    ("params_by_dtype=3", "params_by_dtype cannot be set"),
+    ("estimated=x", "expected FEATURE=VALUE"),
+])
+def test_a_bad_set_is_one_line(fitted: dict, capsys, item: str, words: str) -> None:
+    argv = [str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--set", item]
+    assert run_cli("analysis.predict", predict_main, argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and words in err, err
+
+
+def test_set_overrides_reach_the_line(fitted: dict, tmp_path: Path) -> None:
+    line = load_predictor(fitted["predictor"])["groups"][0]["phases"]["model_loading"]
+    assert line["feature"] == "weight_bytes"
+    out = tmp_path / "p.json"
+    # 1.7e10 bytes written as a float, dtype and a flag given by name
+    assert predict_main([str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--set",
+                         "weight_bytes=1.7e10", "--set", "dtype=float16", "--set", "moe=true",
+                         "--json", str(out)]) == 0
+    p = json.loads(out.read_text())
+    b0, b1 = line["coefficients"]
+    assert p["phases"]["model_loading"]["predicted_s"] == pytest.approx(b0 + b1 * 1.7e10 / 2**30)
+    assert p["features"]["weight_bytes"] == 17_000_000_000 and p["features"]["moe"] is True
+    assert p["features"]["dtype"] == "float16"
