@@ -294,48 +294,104 @@ def _first(cfg: dict[str, Any], *keys: str) -> Any:
     return None
 
 
+def _number(v: Any) -> int | None:
+    """A whole positive count, or None (a string, a bool, 2.7 layers, 0, inf)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return int(v) if float(v).is_integer() and v > 0 else None
+
+
+def _scalar(v: Any, *, per_layer: bool = False) -> int | None:
+    """One count from a config value; with ``per_layer``, the largest of a per-layer list.
+
+    OpenELM lists its query and KV heads per layer (``num_kv_heads: [3, 3, 4, ...]``),
+    Hunyuan its top-k and expert width per layer (``moe_topk: [8, 8, ...]``): the largest is
+    the head count a layer can have, the top-k a token can see. A list where one number
+    belongs (``num_hidden_layers: [1, 2]``), a string or a nested object is unknown (None),
+    and the features built from it stay unknown.
+    """
+    if isinstance(v, (list, tuple)):
+        values = _per_layer(v) if per_layer else None
+        return max(values) if values else None
+    return _number(v)
+
+
+def _per_layer(v: Any) -> list[int] | None:
+    """A per-layer list of counts, or None when ``v`` is not one."""
+    if not isinstance(v, (list, tuple)) or not v:
+        return None
+    values = [_number(x) for x in v]
+    return None if any(x is None for x in values) else values
+
+
 def _architecture(cfg: dict[str, Any]) -> dict[str, Any]:
     cfg = _text_config(cfg)
-    layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
-    hidden = _first(cfg, "hidden_size", "d_model", "n_embd")
-    heads = _first(cfg, "num_attention_heads", "n_head", "num_heads", "n_heads")
+    # DBRX keeps attention and MoE settings in nested objects.
+    attn_cfg = cfg.get("attn_config") if isinstance(cfg.get("attn_config"), dict) else {}
+    ffn_cfg = cfg.get("ffn_config") if isinstance(cfg.get("ffn_config"), dict) else {}
+    layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers",
+                    "num_transformer_layers")
+    hidden = _first(cfg, "hidden_size", "d_model", "n_embd", "model_dim")
+    heads = _first(cfg, "num_attention_heads", "n_head", "num_heads", "n_heads",
+                   "num_query_heads")
     kv_heads = _first(cfg, "num_key_value_heads", "n_head_kv", "num_kv_heads",
-                      "multi_query_group_num")
+                      "multi_query_group_num") or attn_cfg.get("kv_n_heads")
     if kv_heads is None and cfg.get("multi_query"):
         kv_heads = 1  # Falcon-7B style multi-query attention
     if kv_heads is None:
         kv_heads = heads
-    head_dim = cfg.get("head_dim")
+    # Per-layer head counts (OpenELM): the KV cache is the sum over layers; the parameter
+    # formula assumes one shape for every layer and is not used.
+    kv_per_layer = _per_layer(kv_heads)
+    varies = any(isinstance(v, (list, tuple)) for v in (heads, kv_heads))
+    layers, hidden = _scalar(layers), _scalar(hidden)
+    heads, kv_heads = _scalar(heads, per_layer=True), _scalar(kv_heads, per_layer=True)
+    if kv_per_layer and len(kv_per_layer) != layers:
+        kv_per_layer = None  # not one entry per layer: the KV cache size stays unknown
+        kv_heads = None
+    head_dim = _scalar(cfg.get("head_dim"))
     if head_dim is None and hidden and heads:
         head_dim = hidden // heads
-    experts = _first(cfg, "num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
-    active = _first(cfg, "num_experts_per_tok", "moe_topk", "num_selected_experts", "top_k",
-                    "experts_per_token")
-    moe = bool(experts and int(experts) > 1)
+    experts = _scalar(_first(cfg, "num_local_experts", "num_experts", "n_routed_experts",
+                             "moe_num_experts") or ffn_cfg.get("moe_num_experts"),
+                      per_layer=True)
+    active = _scalar(_first(cfg, "num_experts_per_tok", "moe_topk", "num_selected_experts",
+                            "top_k", "experts_per_token") or ffn_cfg.get("moe_top_k"),
+                     per_layer=True)
+    moe = bool(experts and experts > 1)
     text = json.dumps(cfg).lower()
+    archs = cfg.get("architectures") or []
+    archs = [archs] if isinstance(archs, str) else archs  # one name instead of a list
     hybrid = ("mamba" in text or "ssm_state" in text or '"ssm' in text
-              or any(is_hybrid_architecture(a) for a in cfg.get("architectures") or []))
+              or any(is_hybrid_architecture(a) for a in archs if isinstance(a, str)))
     quant = cfg.get("quantization_config")
     quant_method = None
     if isinstance(quant, dict):
         quant_method = str(quant.get("quant_method") or quant.get("quant_algo") or "quantized")
-    ffn = _first(cfg, "intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner")
-    moe_ffn = _first(cfg, "moe_intermediate_size", "expert_intermediate_size") or ffn
+    elif isinstance(quant, str) and quant:
+        quant_method = quant
+    ffn_raw = (_first(cfg, "intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner")
+               or ffn_cfg.get("ffn_hidden_size"))
+    moe_ffn_raw = _first(cfg, "moe_intermediate_size", "expert_intermediate_size") or ffn_raw
+    varies = varies or any(isinstance(v, (list, tuple)) for v in (ffn_raw, moe_ffn_raw))
+    dtype = _first(cfg, "torch_dtype", "dtype")
     return {
-        "layers": int(layers) if layers else None,
-        "hidden_size": int(hidden) if hidden else None,
-        "vocab_size": int(cfg["vocab_size"]) if cfg.get("vocab_size") else None,
-        "attention_heads": int(heads) if heads else None,
-        "kv_heads": int(kv_heads) if kv_heads else None,
-        "head_dim": int(head_dim) if head_dim else None,
+        "layers": layers,
+        "hidden_size": hidden,
+        "vocab_size": _scalar(cfg.get("vocab_size")),
+        "attention_heads": heads,
+        "kv_heads": kv_heads,
+        "kv_heads_per_layer": kv_per_layer,
+        "head_dim": head_dim,
         "moe": moe,
-        "experts": int(experts) if moe else None,
-        "active_experts": int(active) if moe and active else None,
+        "experts": experts if moe else None,
+        "active_experts": active if moe and active else None,
         "hybrid": hybrid,
         "quantization": quant_method,
-        "dtype": str(_first(cfg, "torch_dtype", "dtype") or "") or None,
-        "ffn": int(ffn) if ffn else None,
-        "moe_ffn": int(moe_ffn) if moe_ffn else None,
+        "dtype": str(dtype) if isinstance(dtype, str) and dtype else None,
+        # the parameter formula assumes one shape for every layer
+        "ffn": None if varies else _scalar(ffn_raw),
+        "moe_ffn": None if varies else _scalar(moe_ffn_raw),
         "tied": bool(cfg.get("tie_word_embeddings", False)),
     }
 
@@ -349,7 +405,11 @@ def _dtype_bytes(dtype: str | None) -> int:
 
 
 def _kv_bytes_per_token(arch: dict[str, Any]) -> int | None:
-    # K and V for every layer: 2 x layers x kv_heads x head_dim x bytes per element.
+    # K and V for every layer: 2 x layers x kv_heads x head_dim x bytes per element; with
+    # heads given per layer, their sum in place of layers x kv_heads.
+    per_layer = arch.get("kv_heads_per_layer")
+    if per_layer and arch["head_dim"]:
+        return 2 * sum(per_layer) * arch["head_dim"] * _dtype_bytes(arch["dtype"])
     if not (arch["layers"] and arch["kv_heads"] and arch["head_dim"]):
         return None
     return 2 * arch["layers"] * arch["kv_heads"] * arch["head_dim"] * _dtype_bytes(arch["dtype"])

@@ -235,3 +235,73 @@ def test_study_models_config(study_reference: Path) -> None:
     raw = json.loads((study_reference / "models_config.json").read_text())
     median = statistics.median(e["compiled_graph_sizes"] / e["layers"] for e in raw.values())
     assert ESTIMATED_COMPILED_KIB_PER_LAYER == pytest.approx(median, abs=0.1)
+
+
+def _config(tmp_path: Path, cfg: dict, name: str = "config.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps(cfg))
+    return p
+
+
+# apple/OpenELM-270M's config.json (the shape keys): heads per layer.
+OPENELM_270M = {"architectures": ["OpenELMForCausalLM"], "model_type": "openelm",
+                "num_transformer_layers": 16, "model_dim": 1280, "head_dim": 64,
+                "num_query_heads": [12] * 5 + [16] * 7 + [20] * 4,
+                "num_kv_heads": [3] * 5 + [4] * 7 + [5] * 4,
+                "ffn_multipliers": [0.5 + 3.5 * i / 15 for i in range(16)],
+                "ffn_dim_divisor": 256, "vocab_size": 32000, "torch_dtype": "float32",
+                "share_input_output_layers": True}
+
+
+def test_per_layer_head_counts(tmp_path: Path) -> None:
+    f = from_hf_config(_config(tmp_path, OPENELM_270M))
+    assert (f.layers, f.hidden_size, f.head_dim, f.vocab_size) == (16, 1280, 64, 32000)
+    assert (f.attention_heads, f.kv_heads) == (20, 5)  # the largest a layer has
+    # K and V of every layer's own heads: 2 x (5x3 + 7x4 + 4x5) x 64 x 2 bytes (float32 is
+    # run in half precision)
+    assert f.kv_cache_bytes_per_token == 2 * 63 * 64 * 2
+    # one shape per layer is what the parameter formula assumes: not estimated from it
+    assert f.params is None and f.weight_bytes is None
+    # a list that is not one entry per layer says nothing reliable about the cache
+    short = from_hf_config(_config(tmp_path, OPENELM_270M | {"num_kv_heads": [3, 3, 3]}, "s.json"))
+    assert short.kv_heads is None and short.kv_cache_bytes_per_token is None
+
+
+def test_per_layer_top_k(tmp_path: Path) -> None:
+    # tencent/Hunyuan-A13B-Instruct: top-k and expert width given per layer
+    cfg = {"architectures": ["HunYuanMoEV1ForCausalLM"], "num_hidden_layers": 32,
+           "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+           "vocab_size": 128167, "intermediate_size": 3072, "num_experts": 64,
+           "moe_topk": [8] * 32, "moe_intermediate_size": [3072] * 32,
+           "torch_dtype": "bfloat16"}
+    f = from_hf_config(_config(tmp_path, cfg))
+    assert f.moe and (f.experts, f.active_experts) == (64, 8)
+    assert f.kv_cache_bytes_per_token == 2 * 32 * 8 * 128 * 2
+
+
+def test_dbrx_nested_moe_config(tmp_path: Path) -> None:
+    # databricks/dbrx-instruct: MoE and KV heads under ffn_config / attn_config
+    cfg = {"architectures": ["DbrxForCausalLM"], "model_type": "dbrx", "d_model": 6144,
+           "n_heads": 48, "n_layers": 40, "max_seq_len": 32768, "vocab_size": 100352,
+           "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000},
+           "ffn_config": {"ffn_hidden_size": 10752, "moe_num_experts": 16, "moe_top_k": 4},
+           "torch_dtype": "bfloat16"}
+    f = from_hf_config(_config(tmp_path, cfg))
+    assert f.moe and (f.experts, f.active_experts, f.kv_heads) == (16, 4, 8)
+    assert "MoE" in f.traits()
+    # the model card: 132 B parameters, 36 B active
+    assert f.params == pytest.approx(132e9, rel=0.01)
+    assert f.active_params == pytest.approx(36e9, rel=0.02)
+
+
+def test_config_values_that_are_not_counts(tmp_path: Path) -> None:
+    for bad in ({"num_hidden_layers": [1, 2]}, {"num_hidden_layers": 2.7},
+                {"num_hidden_layers": "32"}):
+        with pytest.raises(FeatureError, match="no layer count"):
+            from_hf_config(_config(tmp_path, LLAMA_LIKE | bad))
+    f = from_hf_config(_config(tmp_path, LLAMA_LIKE | {"vocab_size": "100"}))
+    assert f.vocab_size is None and f.params is None  # unknown, not a crash
+    f = from_hf_config(_config(tmp_path, LLAMA_LIKE | {"quantization_config": "gptq"}))
+    assert f.quantization == "gptq"
+    f = from_hf_config(_config(tmp_path, LLAMA_LIKE | {"architectures": "JambaForCausalLM"}))
+    assert f.hybrid
