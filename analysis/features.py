@@ -735,25 +735,42 @@ def read_study_models_config(path: str | Path, **kwargs: Any) -> dict[str, Model
 def read_features_json(path: str | Path) -> dict[str, ModelFeatures]:
     """``{name: ModelFeatures}`` from a JSON file of features.
 
-    Accepts one ``ModelFeatures`` object, a list of them, a ``{name: ModelFeatures}`` mapping,
-    or the study's ``models_config.json``.
+    Accepts one ``ModelFeatures`` object, a list of them, a ``{name: ModelFeatures}`` mapping
+    (an entry may leave out ``model``; where it has one it must be its key), or the study's
+    ``models_config.json``. A name given twice, or an entry whose ``model`` differs from its
+    key, is a ``FeatureError``: whichever name won, one model would get no features.
     """
+    from harness.schema import read_json
+
     p = Path(path)
-    data = _read_config(p) if p.suffix != ".jsonl" else None
-    if data is None:
-        raise FeatureError(f"{p}: not a features file")
+    data = read_json(p, FeatureError)
 
     def one(name: str | None, d: Any) -> ModelFeatures:
         if not isinstance(d, dict):
             raise FeatureError(f"{p}: entry {name!r} is not an object")
+        if name is not None and "model" in d and d["model"] != name:
+            raise FeatureError(f"{p}: entry {name!r} names model {d['model']!r}: the key and "
+                               "the model name must agree")
         if "size" in d and "layers" in d and "model" not in d:
             return study_entry_features(name or "?", d)
         try:
-            return ModelFeatures.model_validate({"model": name, **d} if name else d)
+            return ModelFeatures.model_validate({**d, "model": name} if name else d)
         except Exception as exc:
             raise FeatureError(f"{p}: entry {name!r} is not ModelFeatures: "
                                f"{str(exc).splitlines()[0]}") from exc
 
+    if isinstance(data, list):
+        out: dict[str, ModelFeatures] = {}
+        for i, d in enumerate(data):
+            if not isinstance(d, dict) or not isinstance(d.get("model"), str):
+                raise FeatureError(f"{p}: item {i} is not ModelFeatures with a model name")
+            f = one(None, d)
+            if f.model in out:
+                raise FeatureError(f"{p}: model {f.model!r} is given twice")
+            out[f.model] = f
+        return out
+    if not isinstance(data, dict):
+        raise FeatureError(f"{p}: not a features file (expected an object or a list)")
     if "model" in data and isinstance(data.get("model"), str):
         f = one(None, data)
         return {f.model: f}
@@ -777,8 +794,11 @@ def load_features(target: str | Path, *, platform: str | None = None,
         return from_model_dir(p, **kwargs)
     if not p.is_file():
         raise FeatureError(f"{p}: no such model folder or file")
-    cfg = _read_config(p)
-    if any(k in cfg for k in ("num_hidden_layers", "n_layer", "text_config", "architectures")):
+    from harness.schema import read_json
+
+    cfg = read_json(p, FeatureError)
+    if isinstance(cfg, dict) and any(k in cfg for k in ("num_hidden_layers", "n_layer",
+                                                        "text_config", "architectures")):
         return from_hf_config(p, **kwargs)
     found = read_features_json(p)
     if len(found) != 1:

@@ -279,6 +279,13 @@ def _select(phase: str, rows: list[Row], forced: str | None,
         return None, [{"feature": c, "loo_mse_s2": None, "loo_trimmed_mse_s2": None,
                        "chosen": False, "why": "the phase has the same seconds for every model"}
                       for c in candidates], notes
+    # A model none of whose candidates is known cannot be on any line of this phase: it is
+    # left out of the choice (and so of the fit; fit_group notes it), rather than making
+    # every candidate unusable and the phase a constant.
+    known = [r for r in measured
+             if any(feature_value(r.features, c) is not None for c in candidates)]
+    if known:
+        measured = known
     table: list[dict[str, Any]] = []
     usable = []
     for c in candidates:
@@ -499,6 +506,11 @@ def fit_group(rows: list[Row], *, holdout: list[str] | None = None,
         selection[target] = table
         model = _fit(target, train_rows, feature, outlier_alpha)
         models[target] = model
+        if feature is not None:
+            lacking = [r.model for r in measured if feature_value(r.features, feature) is None]
+            if lacking:
+                target_notes = target_notes + [
+                    f"left out of this fit, {feature} unknown: {', '.join(lacking)}"]
         notes[target] = notes.get(target, []) + target_notes + _phase_notes(target, model,
                                                                             train_rows)
         if target == RESIDUAL:
@@ -545,14 +557,28 @@ def _complete(r: Row, models: dict[str, PhaseModel], how: str) -> bool:
                if m.status == "fit" and p != RESIDUAL)
 
 
+def _missing_feature(r: Row, models: dict[str, PhaseModel]) -> str | None:
+    """A feature some fitted line needs that ``r`` lacks (and that line), or None."""
+    for p, m in models.items():
+        if m.status == "fit" and m.feature and feature_value(r.features, m.feature) is None:
+            return f"{m.feature} (the {p} line)"
+    return None
+
+
 def _cross_validate(rows: list[Row], models: dict[str, PhaseModel], how: str,
                     outlier_alpha: float | None) -> dict[str, Any]:
     """Leave one model out: refit every phase without it, predict its total."""
     from sklearn.model_selection import LeaveOneOut
 
     complete = [r for r in rows if _complete(r, models, how)]
+    # A model whose total cannot be predicted (a line's feature unknown) is not scored; it
+    # still helps fit the lines whose features it has.
+    left_out = {r.model: f"{missing} unknown" for r in complete
+                if (missing := _missing_feature(r, models))}
+    complete = [r for r in complete if r.model not in left_out]
     if len(complete) < MIN_POINTS_LINEAR + 1:
-        return {"n": len(complete), "note": "too few complete models to cross-validate"}
+        return {"n": len(complete), "note": "too few complete models to cross-validate",
+                "left_out": left_out}
     predicted, measured, per_model = [], [], {}
     fallbacks: list[str] = []
     for train, test in LeaveOneOut().split(np.zeros(len(complete))):
@@ -591,6 +617,7 @@ def _cross_validate(rows: list[Row], models: dict[str, PhaseModel], how: str,
     out: dict[str, Any] = {"n": len(per_model), **_metrics(predicted, measured)}
     out["per_model"] = per_model
     out["fallbacks"] = fallbacks
+    out["left_out"] = left_out
     # The same figures without the models some phase fit screened out: what the line does for
     # models like the ones it describes.
     screened = {n for m in models.values() for n in m.outliers}
@@ -607,6 +634,12 @@ def _evaluate(models: dict[str, PhaseModel], rows: list[Row], how: str,
               split: dict[str, list[str]] | None = None) -> dict[str, Any]:
     predicted, measured, per_model = [], [], {}
     for r in rows:
+        missing = _missing_feature(r, models)
+        if missing:
+            # Held-out models are the evaluation asked for: fewer of them would change the
+            # headline figures without a word, so this is an error, not a note.
+            raise FitError(f"held-out model {r.model}: {missing} unknown; give its features "
+                           "(--features FILE)")
         parts, total = _predict_row(models, r.features)
         truth = _measured_total(r, how)
         if truth is None:
@@ -663,6 +696,8 @@ def study_method_baseline(train: list[Row], holdout: list[Row]) -> dict[str, Any
     except FitError:
         return None
     predicted, measured, per_model = [], [], {}
+    if any(_missing_feature(r, models) for r in holdout):
+        return None
     for r in holdout:
         _, total = _predict_row(models, r.features)
         predicted.append(total.mean_s)

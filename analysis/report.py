@@ -109,6 +109,7 @@ def _summary_lines(f: GroupFit) -> list[str]:
         lines.append(f"cross-validation: {cv.get('note', '-')}")
     # Folds that could not refit a phase's line and used a constant instead.
     lines += [f"  {fb}" for fb in cv.get("fallbacks", [])]
+    lines += [f"  not cross-validated: {m}, {why}" for m, why in cv.get("left_out", {}).items()]
     return lines
 
 

@@ -305,3 +305,23 @@ def test_config_values_that_are_not_counts(tmp_path: Path) -> None:
     assert f.quantization == "gptq"
     f = from_hf_config(_config(tmp_path, LLAMA_LIKE | {"architectures": "JambaForCausalLM"}))
     assert f.hybrid
+
+
+def test_features_json_list_and_names(llama_dir: Path, tmp_path: Path) -> None:
+    f = from_model_dir(llama_dir)
+    other = f.model_copy(update={"model": "other", "layers": 3})
+    as_list = _config(tmp_path, [f.model_dump(mode="json"), other.model_dump(mode="json")],
+                      "list.json")
+    assert read_features_json(as_list) == {f.model: f, "other": other}
+    twice = _config(tmp_path, [f.model_dump(mode="json")] * 2, "twice.json")
+    with pytest.raises(FeatureError, match=f"model '{f.model}' is given twice"):
+        read_features_json(twice)
+    # a key without "model" inside names it; a "model" inside must agree with its key
+    entry = f.model_dump(mode="json")
+    del entry["model"]
+    assert read_features_json(_config(tmp_path, {"x": entry}, "k.json"))["x"].layers == 2
+    renamed = _config(tmp_path, {"x": f.model_dump(mode="json")}, "r.json")
+    with pytest.raises(FeatureError, match=f"entry 'x' names model '{f.model}'"):
+        read_features_json(renamed)
+    # one model in a list is what predict takes
+    assert load_features(_config(tmp_path, [entry | {"model": "y"}], "one.json")).model == "y"

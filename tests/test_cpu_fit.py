@@ -116,3 +116,63 @@ def test_a_fold_without_a_line_falls_back_to_a_constant_in_cross_validation(tmp_
     assert cv["fallbacks"] == [
         "without rand-llama3.2-1b: torch_compile.dynamo_transform fitted as a constant "
         "(torch_compile.dynamo_transform: feature 'layers' has the same value for every model)"]
+
+
+def _features_without(tmp_path, model: str, *fields: str) -> Path:
+    feats = json.loads(FEATURES.read_text())
+    for f in fields:
+        feats[model][f] = None
+    out = tmp_path / "features.json"
+    out.write_text(json.dumps(feats))
+    return out
+
+
+def test_a_model_lacking_a_phases_features_is_left_out_of_that_phase(tmp_path, cpu_fit):
+    # One model without tokenizer size or vocabulary: it cannot be on either tokenizer
+    # line, so the tokenizer is fitted on the other 18, not made a constant for all 19.
+    lacking = "rand-smollm2-135m-l4-tok-gpt2-50k"
+    feats = _features_without(tmp_path, lacking, "tokenizer_bytes", "vocab_size")
+    out = tmp_path / "fit"
+    assert fit_main([str(SCALING), "--features", str(feats), "--out-dir", str(out), "--json",
+                     str(out / "s.json"), "--quiet", "--no-plots"]) == 0
+    summary = json.loads((out / "s.json").read_text())
+    assert summary["features"]["tokenizer_init"] == "tokenizer_bytes"
+    assert summary["pcc"]["tokenizer_init"]["n_all"] == 18
+    assert summary["pcc"]["tokenizer_init"]["r"] == pytest.approx(
+        cpu_fit["summary"]["pcc"]["tokenizer_init"]["r"], abs=0.005)
+    assert (f"left out of this fit, tokenizer_bytes unknown: {lacking}"
+            in summary["notes"]["tokenizer_init"])
+    # its total cannot be predicted: not scored in cross-validation, and said so
+    assert summary["cv"]["n"] == 18 and lacking not in summary["cv"]["per_model"]
+    assert summary["cv"]["left_out"] == {
+        lacking: "tokenizer_bytes (the tokenizer_init line) unknown"}
+    # the other phases still use it
+    assert summary["pcc"]["model_loading"]["n_all"] == 19
+
+
+def test_a_held_out_model_lacking_a_lines_feature_is_an_error(tmp_path, capsys):
+    from analysis._cli import run_cli
+
+    lacking = "rand-smollm2-135m-l4-tok-gpt2-50k"
+    feats = _features_without(tmp_path, lacking, "tokenizer_bytes", "vocab_size")
+    argv = [str(SCALING), "--features", str(feats), "--holdout", lacking, "--out-dir",
+            str(tmp_path / "fit"), "--quiet", "--no-plots"]
+    assert run_cli("analysis.fit", fit_main, argv) == 2
+    err = capsys.readouterr().err
+    assert err == (f"analysis.fit: error: held-out model {lacking}: tokenizer_bytes (the "
+                   "tokenizer_init line) unknown; give its features (--features FILE)\n")
+
+
+def test_a_features_entry_named_unlike_its_key_is_refused(tmp_path, capsys):
+    from analysis._cli import run_cli
+
+    feats = json.loads(FEATURES.read_text())
+    feats["rand-llama3.2-1b"]["model"] = "llama3.2-1b"
+    bad = tmp_path / "features.json"
+    bad.write_text(json.dumps(feats))
+    argv = [str(SCALING), "--features", str(bad), "--out-dir", str(tmp_path / "fit"),
+            "--quiet", "--no-plots"]
+    assert run_cli("analysis.fit", fit_main, argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("entry 'rand-llama3.2-1b' names model 'llama3.2-1b': "
+                                     "the key and the model name must agree") in err
