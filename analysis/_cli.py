@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 
 from analysis.features import FeatureError
 from analysis.model import FitError
 from harness.schema import SchemaError
 
-# Input problems a user can fix: reported as one line, exit code 2, no traceback.
+# Input problems a user can fix: reported as one line, exit code 2, no traceback. The OS
+# errors are paths given on the command line: a missing input, an output folder that does
+# not exist or is a file, a file where a folder is wanted.
 USER_ERRORS: tuple[type[BaseException], ...] = (SchemaError, FitError, FeatureError,
-                                                 FileNotFoundError, IsADirectoryError,
+                                                 FileNotFoundError, FileExistsError,
+                                                 IsADirectoryError, NotADirectoryError,
                                                  PermissionError)
 
 
 class InputError(ValueError):
     """Any other input the command refuses (a holdout name not in the data, ...)."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are an ``InputError``: ``run_cli`` prints them as its one
+    line (argparse itself prints the usage too, two lines or more). ``--help`` is unchanged."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{message} (see {self.prog} --help)")
 
 
 def run_cli(prog: str, main: Callable[[list[str] | None], int],

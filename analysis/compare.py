@@ -34,7 +34,6 @@ Exit codes: 0 no regression, 1 regression, 2 bad input or refused comparison.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -43,7 +42,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import InputError, run_cli
+from analysis._cli import ArgumentParser, InputError, run_cli
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
 
 __all__ = ["CellChange", "checked_metadata", "compare_results", "failing_changes", "main"]
@@ -283,7 +282,7 @@ def _load(path: str) -> tuple[dict[str, Any], list[BootResult]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.compare",
+    parser = ArgumentParser(prog="python -m analysis.compare",
                                      description="Compare two runs phase by phase.")
     parser.add_argument("base")
     parser.add_argument("new")

@@ -821,11 +821,10 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m analysis.features RESULT.json ... -o features.json``: the features of every
     model in the result files, read from their model folders, as a file ``--features`` takes
     (so a fit can be repeated where the model folders are not)."""
-    import argparse
-
+    from analysis._cli import ArgumentParser  # _cli imports this module
     from harness.schema import read_results
 
-    ap = argparse.ArgumentParser(prog="python -m analysis.features", description=main.__doc__)
+    ap = ArgumentParser(prog="python -m analysis.features", description=main.__doc__)
     ap.add_argument("results", nargs="+")
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args(argv)

@@ -36,7 +36,6 @@ The boot's total is its wall time when every boot has one (the phases plus an un
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -47,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis._cli import InputError, run_cli
+from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import Dataset, Row, build_dataset, config_label, read_inputs
 from analysis.features import (
     TRAIT_KINDS,
@@ -798,7 +797,7 @@ def _parse_forced(items: list[str]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m analysis.fit",
         description="Fit one linear model per start-up phase; cross-validate; report.")
     parser.add_argument("results", nargs="*", help="result documents (harness.schema)")
@@ -820,6 +819,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.results and not args.study:
         raise InputError("no input: give result files and/or --study FOLDER")
+    if Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
+        # Said before the fit, not after it (mkdir would raise FileExistsError there).
+        raise InputError(f"--out-dir {args.out_dir}: is a file, not a folder")
 
     features: dict[str, ModelFeatures] = {}
     results = read_inputs(args.results)

@@ -8,21 +8,20 @@ start-up finished is kept, as a failed boot, under ``coldstart.unrecorded``.
 The model is the one the log names (the last part of a local path, or the hub id), else the
 reference study's file name ``output_model_<name>...txt``, else the file's stem.
 
-Exit status: 0 on success, 2 when a log is missing or unreadable (one line on stderr, nothing
-written). A progress line per log goes to stderr.
+Exit status: 0 on success, 2 when a log is missing or unreadable or the output's folder does
+not exist (one line ``analysis.ingest: error: ...`` on stderr, nothing written). A progress
+line per log goes to stderr.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
+from analysis._cli import ArgumentParser, InputError, run_cli
 from harness.logs import read_log
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document, write_document
-
-EXIT_BAD_INPUT = 2
 
 
 def _unreadable(path: Path) -> str | None:
@@ -61,24 +60,25 @@ def ingest(paths: list[Path]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m analysis.ingest",
         description="Read vLLM start-up logs into a vllm-coldstart result document.")
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="vLLM start-up log")
     parser.add_argument("-o", "--output", type=Path, required=True, help="result JSON to write")
     args = parser.parse_args(argv)
 
-    # Check every input before reading any, so a typo costs nothing and writes nothing.
+    # Check every input, and where the output goes, before reading any: a typo costs nothing
+    # and writes nothing.
     for path in args.logs:
         why = _unreadable(path)
         if why is not None:
-            print(f"ingest: error: {path}: {why}", file=sys.stderr)
-            return EXIT_BAD_INPUT
+            raise InputError(f"{path}: {why}")
+    if not args.output.parent.is_dir():
+        raise InputError(f"{args.output}: no folder {args.output.parent} to write it in")
     try:
         document = ingest(args.logs)
     except OSError as exc:
-        print(f"ingest: error: {exc.filename or ''}: {exc.strerror or exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        raise InputError(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
     write_document(document, args.output)
     print(f"ingest: wrote {len(document['benchmarks'])} boots "
           f"(+{len(document['coldstart']['unrecorded'])} failed) to {args.output}", file=sys.stderr)
@@ -86,4 +86,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli("analysis.ingest", main))

@@ -16,7 +16,6 @@ freedom (see ``analysis.model``). Only numpy and scipy are needed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -26,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from analysis._cli import InputError, run_cli
+from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import CONFIG_FIELDS, config_label
 from analysis.features import (
     _TORCH_DTYPE_BYTES,
@@ -297,7 +296,7 @@ def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Pr
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis.predict",
+    parser = ArgumentParser(prog="python -m analysis.predict",
                                      description="Predict the start-up phases of a model.")
     parser.add_argument("model", help="model folder, HF config.json or features JSON")
     parser.add_argument("--fit", required=True, help="predictor file written by analysis.fit")

@@ -34,13 +34,13 @@ capture-size list are taken from a log; phase durations come from the JSON only.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from analysis._cli import ArgumentParser, run_cli
 from analysis.features import FeatureError, ModelFeatures, study_entry_features
 from harness.logs import read_log
 from harness.schema import (
@@ -329,7 +329,7 @@ def study_document(study: StudyData) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m analysis.study",
         description="Turn the reference study's comparison_results.json into a result document.")
     parser.add_argument("source", help="figure folder or (avg_)comparison_results.json")
@@ -337,11 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models-config", help="the study's models_config.json")
     parser.add_argument("--features-out", help="also write {model: features} JSON here")
     args = parser.parse_args(argv)
-    try:
-        study = read_study(args.source, models_config=args.models_config)
-    except (SchemaError, FeatureError) as exc:
-        print(f"analysis.study: error: {exc}", file=sys.stderr)
-        return 2
+    study = read_study(args.source, models_config=args.models_config)
     write_document(study_document(study), args.output)
     if args.features_out:
         Path(args.features_out).write_text(json.dumps(
@@ -351,4 +347,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_cli("analysis.study", main))

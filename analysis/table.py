@@ -6,10 +6,9 @@ did, and how fast the weights came in against what the storage gives.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from analysis._cli import run_cli
+from analysis._cli import ArgumentParser, run_cli
 from harness.schema import PHASE_NAMES, BootResult, read_results
 
 SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
@@ -38,7 +37,7 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m analysis.table", description=__doc__.split("\n")[0])
+    ap = ArgumentParser(prog="python -m analysis.table", description=__doc__.split("\n")[0])
     ap.add_argument("json", nargs="+")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = ap.parse_args(argv)

@@ -151,11 +151,16 @@ def test_metadata_must_agree_unless_forced(tmp_path: Path, capsys) -> None:
 def test_bad_files_exit_2(tmp_path: Path, capsys) -> None:
     base = _doc(tmp_path / "b.json", rounds=3, version="x")
     (tmp_path / "x.json").write_text("[1, 2")
-    for other in ("missing.json", "x.json"):
-        argv = [str(base), str(tmp_path / other)]
+    for argv, words in (([str(base), str(tmp_path / "missing.json")], "no such file"),
+                        ([str(base), str(tmp_path / "x.json")], "not JSON"),
+                        ([str(base)], "the following arguments are required: new"),
+                        ([str(base), str(base), "--alpha", "x"], "invalid float value: 'x'"),
+                        ([str(base), str(base), "--json", str(tmp_path / "no" / "c.json")],
+                         "No such file or directory")):
         assert run_cli("analysis.compare", compare_main, argv) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "Traceback" not in err
+        assert err.count("\n") == 1 and err.startswith("analysis.compare: error: ")
+        assert words in err, err
 
 
 def _slowed(doc: dict, model: str, phase: str, seconds: float) -> dict:

@@ -389,6 +389,20 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path: Path, cpu_results: di
     _one_line_error(capsys, [str(tmp_path / "two.json"), "--out-dir", str(tmp_path / "o")],
                     "needs at least")
     _one_line_error(capsys, [], "no input")
+    (tmp_path / "a-file").write_text("")
+    _one_line_error(capsys, [str(cpu_results["doc"]), "--out-dir", str(tmp_path / "a-file")],
+                    "is a file, not a folder")
+    # argparse's own errors: one line too, naming --help
+    _one_line_error(capsys, [str(cpu_results["doc"]), "--bogus"],
+                    "unrecognized arguments: --bogus (see python -m analysis.fit --help)")
+    _one_line_error(capsys, ["--holdout"], "argument --holdout: expected one argument")
+
+
+def test_help_still_prints_usage(capsys) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        fit_main(["--help"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: python -m analysis.fit")
 
 
 def test_module_entry_point_exit_code(tmp_path: Path) -> None:

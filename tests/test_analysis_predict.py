@@ -243,3 +243,13 @@ def test_set_overrides_reach_the_line(fitted: dict, tmp_path: Path) -> None:
     assert p["phases"]["model_loading"]["predicted_s"] == pytest.approx(b0 + b1 * 1.7e10 / 2**30)
     assert p["features"]["weight_bytes"] == 17_000_000_000 and p["features"]["moe"] is True
     assert p["features"]["dtype"] == "float16"
+
+
+def test_usage_errors_are_one_line(fitted: dict, capsys) -> None:
+    for argv, words in (([str(fitted["gemma"])], "the following arguments are required: --fit"),
+                        ([str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--level",
+                          "high"], "argument --level: invalid float value: 'high'")):
+        assert run_cli("analysis.predict", predict_main, argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("analysis.predict: error: ")
+        assert words in err and "--help" in err

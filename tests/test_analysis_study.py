@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from analysis.study import (
     study_model_name,
 )
 from harness.schema import PHASE_NAMES, read_results
+from tests.conftest import REPO_ROOT
 
 
 @pytest.fixture(scope="module")
@@ -104,4 +107,12 @@ def test_cli(figure_rest: Path, tmp_path: Path) -> None:
     assert main([str(figure_rest), "-o", str(out), "--features-out", str(feats)]) == 0
     assert len(json.loads(out.read_text())["benchmarks"]) == 22
     assert "gemma-7b" in json.loads(feats.read_text())
-    assert main([str(tmp_path / "missing"), "-o", str(out)]) == 2
+    # the module entry point answers bad input with one line, through run_cli
+    for argv, words in (([str(tmp_path / "missing"), "-o", str(out)], "no such"),
+                        ([str(figure_rest), "-o", str(tmp_path / "nodir" / "s.json")],
+                         "No such file or directory"),
+                        ([str(figure_rest)], "the following arguments are required: -o")):
+        run = subprocess.run([sys.executable, "-m", "analysis.study", *argv], cwd=REPO_ROOT,
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
+        assert run.stderr.startswith("analysis.study: error: ") and words in run.stderr

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.ingest import EXIT_BAD_INPUT, main
+from analysis._cli import run_cli
+from analysis.ingest import main
 from harness import schema
 from harness.logs import read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG, REPO_ROOT
@@ -55,10 +56,24 @@ def test_bad_input_exits_2_and_writes_nothing(logs: list[Path], tmp_path: Path, 
                                               bad: str) -> None:
     out = tmp_path / "out.json"
     bad_path = tmp_path / bad
-    assert main([str(logs[0]), str(bad_path), "-o", str(out)]) == EXIT_BAD_INPUT
+    assert run_cli("analysis.ingest", main, [str(logs[0]), str(bad_path), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and str(bad_path) in err[0] and err[0].startswith("ingest: error:")
+    assert len(err) == 1 and str(bad_path) in err[0]
+    assert err[0].startswith("analysis.ingest: error:")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["-o", "{tmp}/nodir/out.json"], "out.json: no folder"),
+    ([], "the following arguments are required: -o/--output (see python -m analysis.ingest "
+         "--help)"),
+], ids=["output-folder-missing", "usage"])
+def test_cli_errors_are_one_line(logs: list[Path], tmp_path: Path, capsys, argv, words) -> None:
+    argv = [str(logs[0])] + [a.format(tmp=tmp_path) for a in argv]
+    assert run_cli("analysis.ingest", main, argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("analysis.ingest: error: ") and err.count("\n") == 1 and words in err
+    assert not (tmp_path / "nodir").exists()
 
 
 def test_module_entry_point(logs: list[Path], tmp_path: Path) -> None:
@@ -69,4 +84,5 @@ def test_module_entry_point(logs: list[Path], tmp_path: Path) -> None:
     assert schema.read_results(out)[0].model == "qwen-0.5b"
     missing = subprocess.run([sys.executable, "-m", "analysis.ingest", "nope.log", "-o", str(out)],
                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 2 and "nope.log" in missing.stderr
+    assert missing.returncode == 2
+    assert missing.stderr == "analysis.ingest: error: nope.log: no such file\n"
