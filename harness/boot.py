@@ -349,9 +349,19 @@ def prepare_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = Non
     Returns a skipped BootResult when the requested page-cache state cannot be reached.
     Call :func:`launch_boot` right after: the page cache is only as prepared as it is now.
     """
-    say = progress or (lambda _msg: None)
     spec.check()
     work = Path(spec.work_dir or tempfile.mkdtemp(prefix="coldstart-boot-"))
+    try:
+        return _prepare_in(spec, work, progress, prime_if_needed)
+    except BaseException:
+        if spec.work_dir is None:  # a folder we made and nothing will name: not left behind
+            shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | None,
+                prime_if_needed: bool) -> Prepared | BootResult:
+    say = progress or (lambda _msg: None)
     work.mkdir(parents=True, exist_ok=True)
     evidence: dict[str, Any] = {"work_dir": str(work)}
 
@@ -592,9 +602,12 @@ def keep_as_warm_cache(spec: BootSpec, result: BootResult) -> bool:
 
 
 def discard_work_dir(result: BootResult) -> None:
-    """Remove a measured boot's work folder (its log, events, cold compile cache)."""
+    """Remove a measured or skipped boot's work folder (its log, events, cold compile cache).
+
+    A failed boot's folder is kept: its log and events are what explains the failure.
+    """
     work = result.evidence.get("work_dir")
-    if result.state == "measured" and work:
+    if result.state in ("measured", "skipped") and work:
         shutil.rmtree(work, ignore_errors=True)
 
 
