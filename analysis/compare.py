@@ -231,7 +231,10 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
             changes.append(flat("only in new"))
             continue
         if not n_all:
-            changes.append(flat("only in base", "BASE measured it, NEW has no boot of it"))
+            if b_ok:
+                changes.append(flat("only in base", "BASE measured it, NEW has no boot of it"))
+            else:  # nothing was lost: BASE never measured it either
+                changes.append(flat("no change", "never measured in BASE, absent from NEW"))
             continue
         errors = "; ".join(sorted({b.error for b in n_all if b.error}))[:200]
         if b_ok and not n_ok:

@@ -71,7 +71,9 @@ def _storage_floor(spec: BootSpec, coldstart) -> dict:
 def _median_round(rounds: list[BootResult]) -> BootResult:
     measured = [r for r in rounds if r.state == "measured"]
     if not measured:
-        return rounds[-1]
+        # A boot's error says more than a later round's unreachable page cache.
+        failed = [r for r in rounds if r.state == "failed"]
+        return failed[-1] if failed else rounds[-1]
     target = statistics.median_low(sorted(r.wall_s for r in measured))
     return next(r for r in measured if r.wall_s == target)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -105,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     # Checked before the boot, not after it: a result is never lost to a bad --out.
     if not args.out.parent.is_dir():
         print(f"error: --out {args.out}: folder {args.out.parent} does not exist", file=sys.stderr)
+        return 2
+    if not os.access(args.out if args.out.exists() else args.out.parent, os.W_OK):
+        print(f"error: --out {args.out}: not writable", file=sys.stderr)
         return 2
     try:
         name, path = resolve_model(args.model)

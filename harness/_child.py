@@ -112,8 +112,10 @@ def _cli_args(kwargs):
         if value is True:
             args.append(flag)
         elif value is False:
-            # vLLM's boolean options are BooleanOptionalAction: dropping the flag would leave
-            # vLLM's default (True for some), not the value the offline child passes.
+            # vLLM's engine booleans are BooleanOptionalAction: dropping the flag would leave
+            # vLLM's default (True for some), not the value the offline child passes. A few
+            # server flags are plain store_true (--disable-log-stats): vLLM then rejects
+            # --no-X by name, a clear failure rather than a silently different boot.
             args.append("--no-" + key.replace("_", "-"))
         elif value is None:
             continue

@@ -21,6 +21,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,6 +196,9 @@ def _installed(dist: str) -> str | None:
         return None
 
 
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}
+
+
 class BootInterrupted(KeyboardInterrupt):
     """The parent got SIGTERM / SIGHUP during a boot (a cancelled CI job, ``timeout``)."""
 
@@ -215,7 +219,9 @@ def _signals_interrupt():
     def interrupt(signum, _frame):
         raise BootInterrupted(f"{signal.Signals(signum).name} during a boot")
 
-    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # A signal the process ignores (nohup's SIGHUP) stays ignored.
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)
+                if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield
     finally:
@@ -315,7 +321,8 @@ def _root_cause(log_text: str, fallback: str | None) -> str | None:
     line of the log (each prefixed with its process and log level)."""
     generic = ("Engine core initialization failed", "EngineCore failed to start",
                "initialization failed due to an exception", "See root cause above",
-               "See stack trace for root cause")
+               "See stack trace for root cause",
+               "server exited with code")  # the serve child sees only the exit
     if fallback and not any(g in fallback for g in generic):
         return fallback
     candidates = []
@@ -391,6 +398,7 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
         env["PYTHONPATH"] = os.pathsep.join(
             [str(PROBE_DIR), *filter(None, [env.get("PYTHONPATH")])])
     env["COLDSTART_EVENTS"] = str(events_path)
+    env["COLDSTART_BOOT_ID"] = uuid.uuid4().hex  # every process of the boot inherits it
     env["COLDSTART_PROBE_TARGETS"] = json.dumps(targets)
     env["COLDSTART_SHIMS"] = ",".join(s.name for s in shims_for(version, spec.loader))
 
@@ -429,18 +437,28 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         events_path.write_text(json.dumps({"t": t0, "e": "boot.t0", "k": "mark",
                                            "target": "parent", "pid": os.getpid(),
                                            "proc": "parent"}) + "\n")
-        proc = subprocess.Popen([sys.executable, str(CHILD_SCRIPT), str(work / "child_spec.json")],
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, cwd=str(work), start_new_session=True)
+        # Held while the child is started: a signal then would leave a session nobody kills.
+        # Delivered inside the try below, whose finally kills the boot.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
         try:
+            proc = subprocess.Popen(
+                [sys.executable, str(CHILD_SCRIPT), str(work / "child_spec.json")],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                cwd=str(work), start_new_session=True)
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            raise
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             timed_out = _wait_with_progress(proc, events_path, t0, spec.timeout_s, say)
             returned_ns = time.monotonic_ns()
         finally:
             # Also on Ctrl-C / SIGTERM: the boot's group is a session of its own, which the
-            # terminal's signals never reach.
-            marker = f"COLDSTART_EVENTS={events_path}"
-            # A second SIGTERM must not cut the kill short: held until it is done.
-            held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGHUP})
+            # terminal's signals never reach. A second Ctrl-C or SIGTERM must not cut the kill
+            # short: held until it is done (in this thread; the harness starts no other).
+            signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+            # Unique to this boot: another run's boot on the same machine is never matched.
+            marker = f"COLDSTART_BOOT_ID={env['COLDSTART_BOOT_ID']}"
             try:
                 escaped = sorted(set(_marked_processes(marker)) - set(_group_members(proc.pid)))
                 survivors = kill_group(proc.pid, marker=marker)

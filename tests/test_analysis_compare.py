@@ -222,6 +222,12 @@ def test_a_cell_lost_in_new_fails_the_gate_unless_allowed(tmp_path: Path) -> Non
     assert compare_main([str(base), str(new), "--allow-missing"]) == 0
     # a cell only NEW has is new coverage, not a failure
     assert compare_main([str(new), str(base)]) == 0
+    # a cell BASE never measured (b failed there) is not lost when NEW lacks it
+    failed_b = _doc(tmp_path / "fb.json", rounds=5, version="x", fail=True)
+    code, changes = _changes(failed_b, new, tmp_path)
+    assert code == 0
+    (b,) = [c for c in changes if c["cell"].startswith("model=b")]
+    assert b["status"] == "no change" and "never measured in BASE" in b["note"]
 
 
 @pytest.mark.parametrize("content", [[], new_document([])], ids=["list", "document"])

@@ -192,3 +192,13 @@ def test_check_reads_axis_values_as_pytest_does(tmp_path, capsys):
     assert f"{CELL.id}: measured, ready in 8.8 s" in capsys.readouterr().out
     assert split_values(" a , b,,") == ["a", "b"]
     assert split_values(" , ") is None and split_values(None) is None
+
+
+def test_a_cell_without_a_measured_round_is_recorded_by_its_failed_boot() -> None:
+    from benchmarks.test_cold_start import _median_round
+    from harness.schema import BootResult
+
+    failed = BootResult(state="failed", model="m", error="EngineCore died")
+    skipped = BootResult(state="skipped", model="m", skip_reason="page cache not evicted")
+    assert _median_round([failed, skipped]) is failed
+    assert _median_round([skipped]) is skipped

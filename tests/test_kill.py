@@ -77,3 +77,36 @@ def test_without_the_marker_the_group_kill_misses_it(tmp_path: Path) -> None:
         assert _marked_processes(marker) == [grandchild]
     finally:
         os.kill(grandchild, 9)
+
+
+def test_signals_become_an_interrupt_during_a_boot_unless_ignored() -> None:
+    import signal
+
+    from harness.boot import BootInterrupted, _signals_interrupt
+
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
+    try:
+        with _signals_interrupt():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored: nothing happens
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1)
+                raise AssertionError("SIGTERM did not interrupt")
+            except BootInterrupted as exc:
+                assert "SIGTERM during a boot" in str(exc)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+def test_the_serve_childs_exit_line_does_not_hide_the_logs_root_cause() -> None:
+    from harness.boot import _root_cause
+
+    log = ("(APIServer pid=7) ERROR 11-29 10:00:01 [api_server.py:1] ValueError: "
+           "max_model_len 99999 is larger than the model's 8192\n")
+    serve = "server exited with code 1 before /health answered"
+    assert _root_cause(log, serve).startswith("ValueError: max_model_len 99999")
+    # The offline child's own exception is the most precise one.
+    assert _root_cause(log, "RuntimeError: out of memory") == "RuntimeError: out of memory"
