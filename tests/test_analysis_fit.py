@@ -170,6 +170,11 @@ def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
 
 
 # ---------------------------------------------------------------- suite-shaped CPU results
+def _entry(r: BootResult) -> dict:
+    return benchmark_entry(r, name=f"test_boot[{r.model}-{r.compile_cache}]",
+                           params={"model": r.model, "compile_cache": r.compile_cache})
+
+
 def _write(entries: list, path: Path, unrecorded: list | None = None) -> None:
     write_document(new_document(entries, unrecorded=unrecorded,
                                 machine_info={"cpu": {"brand_raw": "X", "count": 2}}), path)
@@ -296,9 +301,7 @@ def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path)
                 for k, v in _compile_subphases(layers, r.compile_cache).items()}
         r = r.model_copy(update={"subphases": subs, "phases": {
             **r.phases, "torch_compile": sum(subs.values())}})
-        entries.append(benchmark_entry(r, name=f"test_boot[{r.model}-{r.compile_cache}]",
-                                       params={"model": r.model, "compile_cache":
-                                               r.compile_cache}))
+        entries.append(_entry(r))
     doc = tmp_path / "split.json"
     _write(entries, doc)
     out = tmp_path / "rep"
@@ -353,9 +356,7 @@ def test_torch_compile_not_split_when_subphases_do_not_add_up(cpu_results: dict,
             continue
         # Only Dynamo is measured (a log without the other lines): no split.
         r = r.model_copy(update={"subphases": {"torch_compile.dynamo_transform": 0.5}})
-        entries.append(benchmark_entry(r, name=f"b[{r.model}-{r.compile_cache}]",
-                                       params={"model": r.model, "compile_cache":
-                                               r.compile_cache}))
+        entries.append(_entry(r))
     doc = tmp_path / "d.json"
     _write(entries, doc)
     out = tmp_path / "rep"
