@@ -43,9 +43,10 @@ from pathlib import Path
 from typing import Any
 
 from analysis._cli import ArgumentParser, InputError, run_cli
+from analysis.dataset import machine_differences, machine_identity
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
 
-__all__ = ["CellChange", "checked_metadata", "compare_results", "failing_changes", "main"]
+__all__ = ["CellChange", "compare_results", "failing_changes", "main"]
 
 TOTAL = "total"
 CELL_FIELDS = ("model", "platform", "loader", "compile_cache", "page_cache", "entrypoint")
@@ -82,34 +83,6 @@ POSSIBLE = frozenset({"possible regression"})
 # 1e-4, far from any alpha, and scipy's default (exact without ties, else the tie-corrected
 # normal approximation) is close enough.
 EXACT_MAX_ARRANGEMENTS = 20_000
-
-
-# ---------------------------------------------------------------------------- metadata
-def _cpu(info: dict[str, Any]) -> tuple[Any, Any]:
-    cpu = info.get("cpu")
-    if isinstance(cpu, dict):
-        return cpu.get("brand_raw") or cpu.get("brand"), cpu.get("count")
-    return cpu, info.get("cpu_count")
-
-
-def checked_metadata(doc: dict[str, Any], boots: list[BootResult]) -> dict[str, Any]:
-    """The metadata that must agree between two runs for their times to be comparable.
-
-    Read from pytest-benchmark's ``machine_info`` (``cpu.brand_raw``, ``cpu.count``,
-    ``system``, ``machine``) and, where those are absent, from the suite's own
-    ``machine_info.coldstart`` facts (``benchmarks/provenance.py``); the platform from the
-    boots themselves.
-    """
-    info = (doc.get("machine_info") or {}) if isinstance(doc, dict) else {}
-    ours = info.get("coldstart") or {}
-    brand, count = _cpu(info)
-    platforms = sorted({b.platform for b in boots if b.platform})
-    gpus = sorted(str(g.get("name")) for g in ours.get("gpus") or [] if isinstance(g, dict))
-    return {"cpu": brand or ours.get("cpu_model"),
-            "cpu_count": count if count is not None else ours.get("cpu_count"),
-            "system": info.get("system"), "machine": info.get("machine"),
-            "platform": ",".join(platforms) if platforms else ours.get("platform"),
-            "gpu": ",".join(gpus) if gpus else info.get("gpu")}
 
 
 def _versions(doc: dict[str, Any], boots: list[BootResult]) -> str:
@@ -309,10 +282,8 @@ def main(argv: list[str] | None = None) -> int:
 
     base_doc, base = _load(args.base)
     new_doc, new = _load(args.new)
-    meta_base, meta_new = checked_metadata(base_doc, base), checked_metadata(new_doc, new)
-    disagree = {k: (meta_base[k], meta_new[k]) for k in meta_base
-                if meta_base[k] is not None and meta_new[k] is not None
-                and meta_base[k] != meta_new[k]}
+    meta_base, meta_new = machine_identity(base_doc, base), machine_identity(new_doc, new)
+    disagree = machine_differences(meta_base, meta_new)
     unchecked = [k for k in meta_base if meta_base[k] is None or meta_new[k] is None]
     if disagree and not args.force:
         what = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items())

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from analysis.features import FeatureError, ModelFeatures, from_model_dir
-from harness.schema import PHASE_NAMES, BootResult, read_results
+from harness.schema import PHASE_NAMES, BootResult, read_json, read_results
 
-__all__ = ["CONFIG_FIELDS", "Row", "Dataset", "build_dataset", "config_label"]
+__all__ = ["CONFIG_FIELDS", "Row", "Dataset", "build_dataset", "config_label", "machine_differences",
+           "machine_identity", "merged_machine", "one_machine"]
 
 CONFIG_FIELDS: tuple[str, ...] = ("platform", "vllm_version", "loader", "compile_cache",
                                   "page_cache", "entrypoint")
@@ -39,6 +40,73 @@ class Dataset(NamedTuple):
     rows: list[Row]
     not_measured: dict[str, int]  # state -> count of boots left out
     inputs: list[str]
+
+
+# ---------------------------------------------------------------------------- machines
+def _cpu(info: dict[str, Any]) -> tuple[Any, Any]:
+    cpu = info.get("cpu")
+    if isinstance(cpu, dict):
+        return cpu.get("brand_raw") or cpu.get("brand"), cpu.get("count")
+    return cpu, info.get("cpu_count")
+
+
+def machine_identity(doc: Any, boots: list[BootResult]) -> dict[str, Any]:
+    """What must agree between two runs for their seconds to be comparable or fitted together.
+
+    Read from pytest-benchmark's ``machine_info`` (``cpu.brand_raw``, ``cpu.count``,
+    ``system``, ``machine``) and, where those are absent, from the suite's own
+    ``machine_info.coldstart`` facts (``benchmarks/provenance.py``); the platform from the
+    boots themselves. A bare BootResult file (``python -m harness --out``) has no
+    ``machine_info``: all but its platform is None, unknown.
+    """
+    info = (doc.get("machine_info") or {}) if isinstance(doc, dict) else {}
+    info = info if isinstance(info, dict) else {}
+    ours = info.get("coldstart") or {}
+    ours = ours if isinstance(ours, dict) else {}
+    brand, count = _cpu(info)
+    platforms = sorted({b.platform for b in boots if b.platform})
+    gpus = sorted(str(g.get("name")) for g in ours.get("gpus") or [] if isinstance(g, dict))
+    return {"cpu": brand or ours.get("cpu_model"),
+            "cpu_count": count if count is not None else ours.get("cpu_count"),
+            "system": info.get("system"), "machine": info.get("machine"),
+            "platform": ",".join(platforms) if platforms else ours.get("platform"),
+            "gpu": ",".join(gpus) if gpus else info.get("gpu")}
+
+
+def machine_differences(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """The identity entries both sides know and disagree on (an unknown one cannot)."""
+    return {k: (a[k], b.get(k)) for k in a
+            if a[k] is not None and b.get(k) is not None and a[k] != b[k]}
+
+
+def one_machine(identities: dict[str, dict[str, Any]]) -> str | None:
+    """None when every input may come from one machine; else one line naming two that cannot.
+
+    One predictor describes one machine: the same boot takes 2 s/GiB to load on one node and
+    0.2 on another, and pooling them would fit neither (and reduce one model's boots on both
+    to one median).
+    """
+    seen: dict[str, Any] = {}
+    first: dict[str, str] = {}
+    for source, ident in identities.items():
+        for k, v in ident.items():
+            # CPU and GPU boots of one machine may be fitted in one go: the platform is part
+            # of every group's configuration, so they never share a line.
+            if v is None or k == "platform":
+                continue
+            if k not in seen:
+                seen[k], first[k] = v, source
+            elif seen[k] != v:
+                return (f"{first[k]} and {source} come from different machines ({k}: "
+                        f"{seen[k]!r} vs {v!r}); a predictor describes one machine: fit them "
+                        "apart")
+    return None
+
+
+def merged_machine(identities: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the inputs (of one machine, ``one_machine``) say of it together, platform aside."""
+    return {k: v for ident in identities.values() for k, v in ident.items()
+            if v is not None and k != "platform"}
 
 
 def config_key(r: BootResult) -> tuple[tuple[str, str | None], ...]:
@@ -96,9 +164,11 @@ def build_dataset(results: list[BootResult], features: dict[str, ModelFeatures],
     return Dataset(rows, not_measured, inputs)
 
 
-def read_inputs(paths: list[str]) -> list[BootResult]:
-    """Every boot of the given result files (``harness.schema.read_results``, median rounds)."""
-    out: list[BootResult] = []
-    for p in paths:
-        out.extend(read_results(p))
-    return out
+def read_inputs(paths: list[str]) -> dict[str, list[BootResult]]:
+    """Every boot of each result file (``harness.schema.read_results``, median rounds)."""
+    return {str(p): read_results(p) for p in paths}
+
+
+def input_machines(files: dict[str, list[BootResult]]) -> dict[str, dict[str, Any]]:
+    """``machine_identity`` of each result file (read again for its ``machine_info``)."""
+    return {p: machine_identity(read_json(p), boots) for p, boots in files.items()}

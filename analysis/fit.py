@@ -47,7 +47,16 @@ from typing import Any
 import numpy as np
 
 from analysis._cli import ArgumentParser, InputError, run_cli
-from analysis.dataset import Dataset, Row, build_dataset, config_label, read_inputs
+from analysis.dataset import (
+    Dataset,
+    Row,
+    build_dataset,
+    config_label,
+    input_machines,
+    merged_machine,
+    one_machine,
+    read_inputs,
+)
 from analysis.features import (
     TRAIT_KINDS,
     ModelFeatures,
@@ -735,14 +744,17 @@ def fit_dataset(data: Dataset, *, holdout: list[str] | None = None,
     return fits
 
 
-def predictor_document(fits: list[GroupFit], inputs: list[str],
-                       alpha: float = 0.05) -> dict[str, Any]:
+def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0.05,
+                       machine: dict[str, Any] | None = None) -> dict[str, Any]:
     """The versioned predictor file ``analysis.predict`` reads."""
     return {
         "predictor_schema_version": PREDICTOR_SCHEMA_VERSION,
         "result_schema_version": SCHEMA_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "inputs": inputs,
+        # The machine the seconds were measured on (what the inputs say of it): the lines
+        # predict that machine only.
+        "machine": machine or {},
         "interval_level": 1 - alpha,
         "groups": [{
             "key": f.key,
@@ -803,6 +815,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", nargs="*", help="result documents (harness.schema)")
     parser.add_argument("--study", action="append", default=[],
                         help="the reference study's figure folder or comparison_results.json")
+    parser.add_argument("--study-logs", metavar="FOLDER",
+                        help="read the study's model facts (weight bytes, capture sizes, "
+                             "architecture) from the boot logs in FOLDER where a figure has "
+                             "none of its own (figure-10 and -11 publish averages only)")
     parser.add_argument("--features", action="append", default=[],
                         help="JSON of model features by name (overrides model_path)")
     parser.add_argument("--holdout", default="", help="models to keep out: NAME,NAME,...")
@@ -824,13 +840,19 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(f"--out-dir {args.out_dir}: is a file, not a folder")
 
     features: dict[str, ModelFeatures] = {}
-    results = read_inputs(args.results)
+    files = read_inputs(args.results)
+    results = [r for boots in files.values() for r in boots]
+    machines = input_machines(files)
     for s in args.study:
         from analysis.study import read_study
 
-        study = read_study(s)
+        study = read_study(s, logs=args.study_logs)
         results.extend(study.results)
         features.update(study.features)
+        machines[str(s)] = study.machine
+    mixed = one_machine(machines)
+    if mixed:
+        raise InputError(mixed)
     for f in args.features:
         features.update(read_features_json(f))
     inputs = [str(Path(p)) for p in args.results + args.study]
@@ -842,7 +864,8 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     predictor_path = Path(args.predictor) if args.predictor else out_dir / "predictor.json"
-    predictor_path.write_text(json.dumps(predictor_document(fits, inputs), indent=2) + "\n")
+    predictor_path.write_text(json.dumps(predictor_document(
+        fits, inputs, machine=merged_machine(machines)), indent=2) + "\n")
     from analysis import report
 
     md = report.write_markdown(fits, data, out_dir, plots=not args.no_plots,

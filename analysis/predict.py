@@ -367,9 +367,13 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"warning: {name}: {line}")
     if features.estimated:
         console.print("estimated features: " + ", ".join(features.estimated))
+    machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
+    console.print("for the machine the predictor was fitted on: "
+                  + (", ".join(f"{k}={v}" for k, v in machine.items()) or "not recorded"))
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            _as_json(features, group, parts, total, args.level), indent=2) + "\n")
+        out = _as_json(features, group, parts, total, args.level)
+        out["machine"] = machine
+        Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
 

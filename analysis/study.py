@@ -59,11 +59,13 @@ __all__ = [
     "STUDY_HOLDOUT",
     "STUDY_PHASE_COLUMNS",
     "STUDY_REPORTED",
+    "STUDY_NODES",
     "StudyData",
     "is_study_file",
     "read_study",
     "study_document",
     "study_model_name",
+    "study_node",
 ]
 
 def _derive_phase_columns() -> dict[str, tuple[str, ...]]:
@@ -155,6 +157,30 @@ class StudyData(NamedTuple):
     rounds: dict[str, list[BootResult]]  # model -> one BootResult per iteration
     features: dict[str, ModelFeatures]
     source: Path
+    machine: dict[str, Any]  # analysis.dataset.machine_identity of the node it ran on
+
+
+# The study's nodes (its figures/README.md, "System Specifications"). Every figure ran on n1
+# except the second side of figure 10 (n2, an L40S: ``figure-10/gpu1``) and of figures 11
+# and 12 (n3, an H100 with Intel CPUs: ``figure-11/cpu1``).
+STUDY_NODES: dict[str, dict[str, Any]] = {
+    "n1": {"cpu": "AMD EPYC 9354 32-Core Processor", "cpu_count": 32, "gpu": "H100 NVL"},
+    "n2": {"cpu": "AMD EPYC 9354 32-Core Processor", "cpu_count": 32, "gpu": "L40S"},
+    "n3": {"cpu": "2x Intel Xeon Platinum 8568Y+", "cpu_count": 96, "gpu": "H100"},
+}
+_SECOND_NODE = {("figure-10", "gpu1"): "n2", ("figure-11", "cpu1"): "n3",
+                ("figure-12", "cpu1"): "n3"}
+
+
+def study_node(folder: Path) -> str:
+    """The node a figure folder's boots ran on (``STUDY_NODES``)."""
+    return _SECOND_NODE.get((folder.parent.name, folder.name), "n1")
+
+
+def _node_identity(node: str) -> dict[str, Any]:
+    n = STUDY_NODES[node]
+    return {"cpu": n["cpu"], "cpu_count": n["cpu_count"], "system": "Linux",
+            "machine": "x86_64", "platform": "cuda", "gpu": n["gpu"], "node": node}
 
 
 # --------------------------------------------------------------------------- log facts
@@ -256,7 +282,8 @@ def _find_models_config(start: Path) -> Path | None:
     return None
 
 
-def read_study(path: str | Path, *, models_config: str | Path | None = None) -> StudyData:
+def read_study(path: str | Path, *, models_config: str | Path | None = None,
+               logs: str | Path | None = None) -> StudyData:
     """Read one of the study's figures.
 
     Parameters
@@ -266,6 +293,10 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None) -> 
         under ``iterations/*/comparison_results.json`` beside an average become its rounds.
     models_config : the study's ``models_config.json`` (default: the first one found in the
         file's folder or above it).
+    logs : a folder of the study's boot logs (its own or under ``iterations/*/``) to read a
+        model's facts from where the figure has no log of that model: figure-10 and
+        figure-11 publish averages only, of the same model files figure-rest booted with logs.
+        Without a log the weight bytes and parameters are the nominal size, marked estimated.
 
     Raises
     ------
@@ -279,8 +310,16 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None) -> 
         p = p / "avg_comparison_results.json"
     content = _load_comparison(p)
     folder = p.parent
-    logs = _find_logs(folder)
-    facts = {name: _log_facts(log) for name, log in logs.items()}
+    found = _find_logs(folder)
+    if logs is not None:
+        if not Path(logs).is_dir():
+            raise SchemaError(f"{logs}: not a folder of study boot logs")
+        extra = _find_logs(Path(logs))
+        if not extra:
+            raise SchemaError(f"{logs}: no study boot logs (output_model_*.txt) in it or "
+                              "under iterations/*/")
+        found = {**extra, **found}
+    facts = {name: _log_facts(log) for name, log in found.items()}
     results = _records(p, content, facts)
 
     rounds: dict[str, list[BootResult]] = {}
@@ -306,7 +345,8 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None) -> 
                 capture_sizes=fact.capture_sizes if fact else None,
                 vllm_version=r.vllm_version,
                 architecture=fact.architecture if fact else None)
-    return StudyData(results=results, rounds=rounds, features=features, source=p)
+    return StudyData(results=results, rounds=rounds, features=features, source=p,
+                     machine=_node_identity(study_node(folder)))
 
 
 def study_document(study: StudyData) -> dict[str, Any]:
@@ -321,9 +361,10 @@ def study_document(study: StudyData) -> dict[str, Any]:
                   "entrypoint": r.entrypoint}
         entries.append(benchmark_entry(r, name=f"study[{r.model}]", params=params,
                                        rounds=study.rounds.get(r.model) or [r]))
-    machine = {"node": "study-n1", "cpu": {"brand_raw": "AMD EPYC 9354 32-Core Processor",
-                                           "count": 32},
-               "system": "Linux", "machine": "x86_64", "gpu": "H100 NVL",
+    m = study.machine
+    machine = {"node": f"study-{m['node']}",
+               "cpu": {"brand_raw": m["cpu"], "count": m["cpu_count"]},
+               "system": m["system"], "machine": m["machine"], "gpu": m["gpu"],
                "source": str(study.source)}
     return new_document(entries, machine_info=machine)
 
@@ -335,9 +376,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("source", help="figure folder or (avg_)comparison_results.json")
     parser.add_argument("-o", "--output", required=True, help="result document to write")
     parser.add_argument("--models-config", help="the study's models_config.json")
+    parser.add_argument("--logs", metavar="FOLDER",
+                        help="boot logs to read model facts from where the figure has none")
     parser.add_argument("--features-out", help="also write {model: features} JSON here")
     args = parser.parse_args(argv)
-    study = read_study(args.source, models_config=args.models_config)
+    study = read_study(args.source, models_config=args.models_config, logs=args.logs)
     write_document(study_document(study), args.output)
     if args.features_out:
         Path(args.features_out).write_text(json.dumps(

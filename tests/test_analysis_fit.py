@@ -169,6 +169,51 @@ def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
     assert phase["feature"] == "weight_bytes" and len(phase["covariance"]) == 2
 
 
+# ------------------------------------------------ the same method on two other machines' data
+# Figure 10's second side ran on n2 (L40S) and figure 11's on n3 (H100, 2x Xeon 8568Y+), 11
+# dense models each, two of them among the study's held-out five. Nothing of the method was
+# chosen on these data: the rule (candidates, trimmed LOO choice, screening, split) is the one
+# decided on figure-rest's training models, run again on each machine's data. Their figures
+# publish averages only, so the model facts come from figure-rest's logs (--study-logs).
+# (model_loading feature, held-out max error s, the study's method's max error s, CV max s)
+OTHER_MACHINES = {
+    "figure-10/gpu1": ("params", {"llama3-3b": (22.75, 22.47), "qwen-7b": (25.25, 25.36)},
+                       0.284, 1.394, 0.424),
+    "figure-11/cpu1": ("weight_bytes", {"llama3-3b": (25.39, 25.36), "qwen-7b": (28.61, 28.36)},
+                       0.254, 1.641, 1.120),
+}
+
+
+@pytest.mark.parametrize("figure", sorted(OTHER_MACHINES))
+def test_method_on_other_machines(figure: str, study_reference: Path, tmp_path: Path) -> None:
+    loading, expected, max_error, study_max_error, cv_max = OTHER_MACHINES[figure]
+    figures = study_reference / "figures"
+    argv = ["--study", str(figures / figure), "--study-logs", str(figures / "figure-rest"),
+            "--holdout", "llama3-3b,qwen-7b", "--out-dir", str(tmp_path), "--json",
+            str(tmp_path / "s.json"), "--quiet", "--no-plots"]
+    assert fit_main(argv) == 0
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert len(s["train"]) == 9 and s["features"]["model_loading"] == loading
+    hold = s["holdout"]
+    for name, (predicted, measured) in expected.items():
+        v = hold["per_model"][name]
+        assert v["predicted_s"] == pytest.approx(predicted, abs=0.01), name
+        assert v["measured_s"] == pytest.approx(measured, abs=0.01), name
+        assert v["inside_interval"], name
+    assert hold["max_error_s"] == pytest.approx(max_error, abs=0.005)
+    assert s["baseline_study_method"]["max_error_s"] == pytest.approx(study_max_error, abs=0.005)
+    assert s["cv"]["max_error_s"] == pytest.approx(cv_max, abs=0.005)
+    assert hold["max_error_s"] < s["baseline_study_method"]["max_error_s"] / 4
+
+
+def test_inputs_from_different_machines_are_refused(capsys, study_reference: Path,
+                                                    tmp_path: Path) -> None:
+    figures = study_reference / "figures"
+    _one_line_error(capsys, ["--study", str(figures / "figure-rest"),
+                             "--study", str(figures / "figure-10" / "gpu1")],
+                    "come from different machines (gpu: 'H100 NVL' vs 'L40S')")
+
+
 # ---------------------------------------------------------------- suite-shaped CPU results
 def _entry(r: BootResult) -> dict:
     return benchmark_entry(r, name=f"test_boot[{r.model}-{r.compile_cache}]",
@@ -399,6 +444,23 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path: Path, cpu_results: di
     _one_line_error(capsys, [str(cpu_results["doc"]), "--bogus"],
                     "unrecognized arguments: --bogus (see python -m analysis.fit --help)")
     _one_line_error(capsys, ["--holdout"], "argument --holdout: expected one argument")
+
+
+def test_result_files_of_two_machines_are_refused(capsys, tmp_path: Path,
+                                                  cpu_results: dict) -> None:
+    """One predictor describes one machine: the same model's boots of two machines would be
+    reduced to one median. A file that does not say its machine (a bare BootResult) is let in."""
+    doc = json.loads(cpu_results["doc"].read_text())
+    doc["machine_info"] = {"cpu": {"brand_raw": "Y", "count": 64}}
+    (tmp_path / "y.json").write_text(json.dumps(doc))
+    _one_line_error(capsys, [str(cpu_results["doc"]), str(tmp_path / "y.json"), "--out-dir",
+                             str(tmp_path / "o")],
+                    "come from different machines (cpu: 'X' vs 'Y')")
+    first = doc["benchmarks"][0]["extra_info"]
+    (tmp_path / "bare.json").write_text(json.dumps(first))
+    argv = [str(cpu_results["doc"]), str(tmp_path / "bare.json"), "--out-dir",
+            str(tmp_path / "o"), "--quiet", "--no-plots"]
+    assert fit_main(argv) == 0
 
 
 def test_help_still_prints_usage(capsys) -> None:

@@ -34,6 +34,9 @@ def test_prediction_matches_the_fit_holdout(fitted: dict, tmp_path: Path) -> Non
     assert predict_main([str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
                          "--json", str(out)]) == 0
     p = json.loads(out.read_text())
+    # The predictor says which machine its seconds belong to: the study's n1.
+    assert p["machine"]["gpu"] == "H100 NVL" and p["machine"]["node"] == "n1"
+    assert "platform" not in p["machine"]
     held = fitted["summary"]["holdout"]["per_model"]["gemma-7b"]
     assert p["total"]["predicted_s"] == pytest.approx(held["predicted_s"])
     assert p["total"]["low_s"] < p["total"]["predicted_s"] < p["total"]["high_s"]

@@ -16,7 +16,7 @@ from analysis.study import (
     study_document,
     study_model_name,
 )
-from harness.schema import PHASE_NAMES, read_results
+from harness.schema import PHASE_NAMES, SchemaError, read_results
 from tests.conftest import REPO_ROOT
 
 
@@ -116,3 +116,38 @@ def test_cli(figure_rest: Path, tmp_path: Path) -> None:
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
         assert run.stderr.startswith("analysis.study: error: ") and words in run.stderr
+
+
+def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path: Path) -> None:
+    """figures/README.md: n1 (H100 NVL) for all but figure 10's second GPU (n2, L40S) and
+    figure 11's second CPU (n3); the result document says so, and a compare refuses the pair."""
+    from analysis.compare import main as compare_main
+    from harness.schema import write_document
+
+    figures = figure_rest.parent
+    assert study.machine["gpu"] == "H100 NVL" and study.machine["node"] == "n1"
+    l40s = read_study(figures / "figure-10" / "gpu1")
+    n3 = read_study(figures / "figure-11" / "cpu1")
+    assert (l40s.machine["node"], l40s.machine["gpu"]) == ("n2", "L40S")
+    assert (n3.machine["node"], n3.machine["cpu_count"]) == ("n3", 96)
+    write_document(study_document(l40s), tmp_path / "n2.json")
+    write_document(study_document(study), tmp_path / "n1.json")
+    doc = json.loads((tmp_path / "n2.json").read_text())
+    assert doc["machine_info"]["gpu"] == "L40S" and doc["machine_info"]["node"] == "study-n2"
+    with pytest.raises(SchemaError, match="gpu.*'H100 NVL'.*'L40S'"):
+        compare_main([str(tmp_path / "n1.json"), str(tmp_path / "n2.json")])
+
+
+def test_model_facts_from_another_figures_logs(figure_rest: Path) -> None:
+    """Figure 10 publishes averages without logs: its features are nominal (estimated) unless
+    the logs of figure-rest, the same model files, are given."""
+    gpu1 = figure_rest.parent / "figure-10" / "gpu1"
+    nominal = read_study(gpu1).features["yi-9b"]
+    logged = read_study(gpu1, logs=figure_rest).features["yi-9b"]
+    assert "weight_bytes" in nominal.estimated and "weight_bytes" not in logged.estimated
+    assert nominal.weight_bytes == 2 * nominal.params
+    # "Model loading took 16.4471 GiB" in figure-rest's yi-9b log: 8.83 B parameters, not 9.
+    assert logged.weight_bytes == read_study(figure_rest).features["yi-9b"].weight_bytes
+    assert logged.params == pytest.approx(8.83e9, rel=0.01)
+    with pytest.raises(SchemaError, match="no study boot logs"):
+        read_study(gpu1, logs=gpu1)
