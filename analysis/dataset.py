@@ -65,7 +65,10 @@ def machine_identity(doc: Any, boots: list[BootResult]) -> dict[str, Any]:
     ours = ours if isinstance(ours, dict) else {}
     brand, count = _cpu(info)
     platforms = sorted({b.platform for b in boots if b.platform})
-    gpus = sorted(str(g.get("name")) for g in ours.get("gpus") or [] if isinstance(g, dict))
+    listed = ours.get("gpus")
+    # The models, not how many were visible: one H100 or two of them is one kind of machine.
+    gpus = sorted({str(g["name"]) for g in (listed if isinstance(listed, list) else [])
+                   if isinstance(g, dict) and g.get("name") is not None})
     return {"cpu": brand or ours.get("cpu_model"),
             "cpu_count": count if count is not None else ours.get("cpu_count"),
             "system": info.get("system"), "machine": info.get("machine"),
@@ -165,7 +168,8 @@ def build_dataset(results: list[BootResult], features: dict[str, ModelFeatures],
 
 
 def read_inputs(paths: list[str]) -> dict[str, list[BootResult]]:
-    """Every boot of each result file (``harness.schema.read_results``, median rounds)."""
+    """Every boot of each result file (``harness.schema.read_results``, median rounds); a file
+    named twice is read once."""
     return {str(p): read_results(p) for p in paths}
 
 

@@ -835,6 +835,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not args.results and not args.study:
         raise InputError("no input: give result files and/or --study FOLDER")
+    if args.study_logs and not args.study:
+        raise InputError("--study-logs needs --study FOLDER")
+    args.results = list(dict.fromkeys(str(Path(p)) for p in args.results))
     if Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
         # Said before the fit, not after it (mkdir would raise FileExistsError there).
         raise InputError(f"--out-dir {args.out_dir}: is a file, not a folder")

@@ -305,12 +305,14 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None,
     FeatureError
         A model of the data has no entry in ``models_config.json``.
     """
-    p = Path(path)
+    # Resolved: the node is told by the folder's name (figure-10/gpu1), also for "." or "../gpu1".
+    p = Path(path).resolve()
     if p.is_dir():
         p = p / "avg_comparison_results.json"
     content = _load_comparison(p)
     folder = p.parent
-    found = _find_logs(folder)
+    own = {name: _log_facts(log) for name, log in _find_logs(folder).items()}
+    facts = dict(own)
     if logs is not None:
         if not Path(logs).is_dir():
             raise SchemaError(f"{logs}: not a folder of study boot logs")
@@ -318,13 +320,13 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None,
         if not extra:
             raise SchemaError(f"{logs}: no study boot logs (output_model_*.txt) in it or "
                               "under iterations/*/")
-        found = {**extra, **found}
-    facts = {name: _log_facts(log) for name, log in found.items()}
-    results = _records(p, content, facts)
+        # Facts of the model files only; the boots' vLLM version stays this figure's own.
+        facts = {**{name: _log_facts(log) for name, log in extra.items()}, **own}
+    results = _records(p, content, own)
 
     rounds: dict[str, list[BootResult]] = {}
     for it in sorted(folder.glob("iterations/*/comparison_results.json")):
-        for r in _records(it, _load_comparison(it), facts):
+        for r in _records(it, _load_comparison(it), own):
             rounds.setdefault(r.model, []).append(r)
 
     cfg_path = Path(models_config) if models_config else _find_models_config(folder)

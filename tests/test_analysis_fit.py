@@ -463,6 +463,33 @@ def test_result_files_of_two_machines_are_refused(capsys, tmp_path: Path,
     assert fit_main(argv) == 0
 
 
+def test_what_makes_two_machines() -> None:
+    from analysis.dataset import machine_identity, one_machine
+
+    def doc(gpus, cpu="EPYC"):
+        return {"machine_info": {"cpu": {"brand_raw": cpu, "count": 32},
+                                 "coldstart": {"gpus": gpus}}}
+
+    cpu_boot = [BootResult(state="measured", model="m", platform="cpu")]
+    gpu_boot = [BootResult(state="measured", model="m", platform="cuda")]
+    one = machine_identity(doc([{"name": "H100"}]), gpu_boot)
+    two = machine_identity(doc([{"name": "H100"}, {"name": "H100"}]), gpu_boot)
+    assert one["gpu"] == two["gpu"] == "H100"  # how many were visible is not the machine
+    # CPU and GPU boots of one machine: the platform is in every group's key, not a machine.
+    assert one_machine({"a": one, "b": machine_identity(doc([{"name": "H100"}]), cpu_boot)}) \
+        is None
+    assert "gpu: 'H100' vs 'L40S'" in one_machine(
+        {"a": one, "b": machine_identity(doc([{"name": "L40S"}]), gpu_boot)})
+    # A malformed or nameless GPU list is unknown, never a traceback or a made-up 'None'.
+    assert machine_identity(doc(1), gpu_boot)["gpu"] is None
+    assert machine_identity(doc([{"uuid": "x"}]), gpu_boot)["gpu"] is None
+
+
+def test_study_logs_needs_a_study(capsys, cpu_results: dict, tmp_path: Path) -> None:
+    _one_line_error(capsys, [str(cpu_results["doc"]), "--study-logs", str(tmp_path)],
+                    "--study-logs needs --study")
+
+
 def test_help_still_prints_usage(capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
         fit_main(["--help"])

@@ -118,7 +118,8 @@ def test_cli(figure_rest: Path, tmp_path: Path) -> None:
         assert run.stderr.startswith("analysis.study: error: ") and words in run.stderr
 
 
-def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path: Path) -> None:
+def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path: Path,
+                                              monkeypatch) -> None:
     """figures/README.md: n1 (H100 NVL) for all but figure 10's second GPU (n2, L40S) and
     figure 11's second CPU (n3); the result document says so, and a compare refuses the pair."""
     from analysis.compare import main as compare_main
@@ -130,6 +131,10 @@ def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path
     n3 = read_study(figures / "figure-11" / "cpu1")
     assert (l40s.machine["node"], l40s.machine["gpu"]) == ("n2", "L40S")
     assert (n3.machine["node"], n3.machine["cpu_count"]) == ("n3", 96)
+    # Told from the resolved folder: "." inside figure-10/gpu1 is n2 as well.
+    monkeypatch.chdir(figures / "figure-10" / "gpu1")
+    assert read_study(".").machine["node"] == "n2"
+    assert read_study("../gpu1").machine["gpu"] == "L40S"
     write_document(study_document(l40s), tmp_path / "n2.json")
     write_document(study_document(study), tmp_path / "n1.json")
     doc = json.loads((tmp_path / "n2.json").read_text())
