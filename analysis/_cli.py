@@ -12,12 +12,9 @@ from analysis.model import FitError
 from harness.schema import SchemaError
 
 # Input problems a user can fix: reported as one line, exit code 2, no traceback. The OS
-# errors are paths given on the command line: a missing input, an output folder that does
-# not exist or is a file, a file where a folder is wanted.
-USER_ERRORS: tuple[type[BaseException], ...] = (SchemaError, FitError, FeatureError,
-                                                 FileNotFoundError, FileExistsError,
-                                                 IsADirectoryError, NotADirectoryError,
-                                                 PermissionError)
+# errors come from paths given on the command line: a missing input, an output folder that
+# does not exist or is a file, no permission, a read-only file system, a full disk.
+USER_ERRORS: tuple[type[BaseException], ...] = (SchemaError, FitError, FeatureError, OSError)
 
 
 class InputError(ValueError):

@@ -22,7 +22,9 @@ phase (and the total: the wall time when both sides have it, else the sum of the
 A regression is slower by more than ``--threshold`` (relative) and more than the noise floor,
 and significant. These fail the gate too: a cell measured in BASE that failed in NEW; a cell
 whose share of failed rounds grew (``failures grew``); a cell of BASE that NEW lacks or never
-measured (``only in base``, ``not measured in new``; ``--allow-missing`` lets those pass).
+measured (``only in base``, ``not measured in new``), whose share of skipped rounds grew
+(``skips grew``), or a phase or total BASE measured and no measured round of NEW has
+(``metric lost``; ``--allow-missing`` lets these four pass).
 Slower beyond threshold and floor but without a significant test is reported as "possible
 regression"; ``--strict`` fails on those as well (what a one-round CI run must use).
 
@@ -74,7 +76,7 @@ class CellChange:
 
 # Statuses that fail the gate; MISSING ones unless --allow-missing, POSSIBLE with --strict.
 FAILING = frozenset({"regression", "failed in new", "failures grew"})
-MISSING = frozenset({"only in base", "not measured in new"})
+MISSING = frozenset({"only in base", "not measured in new", "skips grew", "metric lost"})
 POSSIBLE = frozenset({"possible regression"})
 
 # Up to this many arrangements of the rounds (C(n1 + n2, n1); 8 vs 8 rounds: 12870) the
@@ -169,9 +171,9 @@ def _change(cell: str, metric: str, base: list[float], new: list[float], *, thre
                       significant, status, note)
 
 
-def _failed_share(boots: list[BootResult]) -> tuple[int, float]:
-    failed = sum(b.state == "failed" for b in boots)
-    return failed, failed / len(boots) if boots else 0.0
+def _share(boots: list[BootResult], state: str) -> tuple[int, float]:
+    count = sum(b.state == state for b in boots)
+    return count, count / len(boots) if boots else 0.0
 
 
 def compare_results(base: list[BootResult], new: list[BootResult], *, threshold: float = 0.10,
@@ -219,11 +221,19 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
             continue
         # Some rounds failing where fewer (or none) failed before is a regression even when
         # the rounds that did boot are as fast: a flaky start-up is worse than a slow one.
-        (fb, rb), (fn, rn) = _failed_share(b_all), _failed_share(n_all)
+        (fb, rb), (fn, rn) = _share(b_all, "failed"), _share(n_all, "failed")
         if rn > rb:
             changes.append(flat("failures grew", f"failed rounds: base {fb}/{len(b_all)}, "
                                 f"new {fn}/{len(n_all)}" + (f": {errors}" if errors else ""),
                                 metric="failures"))
+        # Rounds skipped (a page-cache state not reached) are rounds not measured: fewer of
+        # them in NEW is a weaker comparison the gate must not pass without a word.
+        (sb, qb), (sn, qn) = _share(b_all, "skipped"), _share(n_all, "skipped")
+        if qn > qb:
+            reasons = "; ".join(sorted({b.skip_reason for b in n_all if b.skip_reason}))
+            changes.append(flat("skips grew", f"skipped rounds: base {sb}/{len(b_all)}, new "
+                                f"{sn}/{len(n_all)}" + (f": {reasons[:200]}" if reasons else ""),
+                                metric="skips"))
         if n_ok and not b_ok:
             changes.append(flat("fixed in new"))
             continue
@@ -233,6 +243,10 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
         wall = all(b.wall_s is not None for b in b_ok + n_ok)
         for metric in (*PHASE_NAMES, TOTAL):
             bv, nv = _metric_values(b_ok, metric, wall), _metric_values(n_ok, metric, wall)
+            if bv and not nv:  # BASE measured it, no NEW round did (or only NaN/inf)
+                changes.append(flat("metric lost", f"{metric}: measured in BASE, in no "
+                                    "measured round of NEW", metric=metric))
+                continue
             if not bv or not nv:
                 continue
             changes.append(_change(cell, metric, bv, nv, threshold=threshold, floor_s=floor_s,
@@ -277,8 +291,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all", action="store_true", help="list unchanged metrics too")
     parser.add_argument("--json", help="write every comparison as JSON here")
     args = parser.parse_args(argv)
-    if args.threshold < 0 or args.noise_floor_s < 0 or not 0 < args.alpha < 1:
-        raise InputError("--threshold and --noise-floor-s must be >= 0, --alpha in (0, 1)")
+    if not (math.isfinite(args.threshold) and math.isfinite(args.noise_floor_s)) \
+            or args.threshold < 0 or args.noise_floor_s < 0 or not 0 < args.alpha < 1:
+        # NaN compares false with everything: it would turn every change into "no change".
+        raise InputError("--threshold and --noise-floor-s must be finite and >= 0, --alpha "
+                         "in (0, 1)")
 
     base_doc, base = _load(args.base)
     new_doc, new = _load(args.new)

@@ -25,7 +25,7 @@ import math
 import re
 import struct
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field
@@ -113,6 +113,10 @@ class FeatureError(ValueError):
     """A model folder or feature file that cannot give the features asked for."""
 
 
+# A count or a size: a negative one is a damaged input, never a feature to extrapolate to.
+Count = Annotated[int, Field(ge=0)]
+
+
 class ModelFeatures(BaseModel):
     """What a model brings to each start-up phase.
 
@@ -124,28 +128,28 @@ class ModelFeatures(BaseModel):
 
     model: str
     source: str = "unknown"
-    params: int | None = None
-    nominal_params: int | None = None  # the name plate ("7B"), when a source gives one
-    active_params: int | None = None
-    weight_bytes: int | None = None
+    params: Count | None = None
+    nominal_params: Count | None = None  # the name plate ("7B"), when a source gives one
+    active_params: Count | None = None
+    weight_bytes: Count | None = None
     params_by_dtype: dict[str, int] = Field(default_factory=dict)
     bytes_by_dtype: dict[str, int] = Field(default_factory=dict)
-    layers: int | None = None
-    hidden_size: int | None = None
-    vocab_size: int | None = None
-    attention_heads: int | None = None
-    kv_heads: int | None = None
-    head_dim: int | None = None
-    kv_cache_bytes_per_token: int | None = None
-    tokenizer_bytes: int | None = None
+    layers: Count | None = None
+    hidden_size: Count | None = None
+    vocab_size: Count | None = None
+    attention_heads: Count | None = None
+    kv_heads: Count | None = None
+    head_dim: Count | None = None
+    kv_cache_bytes_per_token: Count | None = None
+    tokenizer_bytes: Count | None = None
     moe: bool = False
-    experts: int | None = None
-    active_experts: int | None = None
+    experts: Count | None = None
+    active_experts: Count | None = None
     hybrid: bool = False  # attention mixed with Mamba / SSM layers
     quantization: str | None = None
     dtype: str | None = None
-    capture_sizes: int | None = None
-    compiled_graph_bytes: int | None = None
+    capture_sizes: Count | None = None
+    compiled_graph_bytes: Count | None = None
     compiled_graph_method: str | None = None
     estimated: list[str] = Field(default_factory=list)
 
@@ -251,6 +255,10 @@ def read_safetensors_header(path: str | Path) -> dict[str, Any]:
             raise FeatureError(f"{p}: safetensors header is not JSON ({exc})") from exc
 
 
+def _whole(values: list[Any]) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values)
+
+
 # An expert's tensors: ``...experts.3.gate_proj.weight`` or fused ``...experts.gate_up_proj``
 # (not ``shared_experts``, which run for every token).
 _EXPERT_TENSOR = re.compile(r"(?<!shared_)experts?\.(\d+\.|w[123]|gate_up_proj|down_proj|up_proj)")
@@ -262,12 +270,23 @@ def _tensor_counts(files: list[Path]) -> tuple[dict[str, int], dict[str, int], i
     expert_params = 0
     expert_tensors = 0
     for f in files:
-        for name, info in read_safetensors_header(f).items():
+        header = read_safetensors_header(f)
+        if not isinstance(header, dict):
+            raise FeatureError(f"{f}: safetensors header is not a JSON object")
+        for name, info in header.items():
             if name == "__metadata__":
                 continue
-            dtype = str(info["dtype"])
-            numel = math.prod(int(d) for d in info["shape"])
-            begin, end = info["data_offsets"]
+            shape = info.get("shape") if isinstance(info, dict) else None
+            offsets = info.get("data_offsets") if isinstance(info, dict) else None
+            if not (isinstance(info, dict) and isinstance(info.get("dtype"), str)
+                    and isinstance(shape, list) and _whole(shape)
+                    and isinstance(offsets, list) and len(offsets) == 2 and _whole(offsets)
+                    and offsets[0] <= offsets[1]):
+                raise FeatureError(f"{f}: tensor {name!r}: not a safetensors entry (dtype, "
+                                   "shape and data_offsets of whole numbers >= 0)")
+            dtype = info["dtype"]
+            numel = math.prod(shape)
+            begin, end = offsets
             params_by_dtype[dtype] = params_by_dtype.get(dtype, 0) + numel
             bytes_by_dtype[dtype] = bytes_by_dtype.get(dtype, 0) + int(end) - int(begin)
             if _EXPERT_TENSOR.search(name):
@@ -756,8 +775,11 @@ def read_features_json(path: str | Path) -> dict[str, ModelFeatures]:
         try:
             return ModelFeatures.model_validate({**d, "model": name} if name else d)
         except Exception as exc:
-            raise FeatureError(f"{p}: entry {name!r} is not ModelFeatures: "
-                               f"{str(exc).splitlines()[0]}") from exc
+            from harness.schema import validation_summary
+
+            what = f"entry {name!r}" if name is not None else "the features"
+            raise FeatureError(f"{p}: {what}: not ModelFeatures: "
+                               f"{validation_summary(exc)}") from exc
 
     if isinstance(data, list):
         out: dict[str, ModelFeatures] = {}
@@ -836,6 +858,9 @@ def main(argv: list[str] | None = None) -> int:
             feats = from_model_dir(r.model_path, model=r.model, platform=r.platform,
                                    vllm_version=r.vllm_version)
             out[r.model] = feats.model_dump(mode="json")
+    if not out:
+        raise FeatureError("no measured boot with a model folder in "
+                           f"{', '.join(args.results)}: no features to write")
     Path(args.out).write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
     print(f"features of {len(out)} models -> {args.out}")
     return 0
@@ -844,6 +869,9 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     import sys
 
+    # Run as a script this module is __main__, and its FeatureError is not the class run_cli
+    # catches (analysis.features.FeatureError): run the imported module's main instead.
     from analysis._cli import run_cli
+    from analysis.features import main as imported_main
 
-    sys.exit(run_cli("analysis.features", main))
+    sys.exit(run_cli("analysis.features", imported_main))

@@ -35,7 +35,7 @@ from analysis.features import (
     trait_kind,
 )
 from analysis.model import PhaseModel, Prediction, combine_predictions
-from harness.schema import SchemaError, read_json
+from harness.schema import SchemaError, read_json, validation_summary
 
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
            "domain_warnings", "main"]
@@ -56,11 +56,6 @@ class PredictorGroup(BaseModel):
     phases: dict[str, PhaseModel]
     split: dict[str, list[str]] = Field(default_factory=dict)
     train_traits: dict[str, list[str]] | None = None  # absent in files written before it
-
-
-def _validation_message(exc: ValidationError) -> str:
-    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'group'}: {e['msg']}"
-                     for e in exc.errors()[:3])
 
 
 def _finite(values: list[float]) -> bool:
@@ -126,7 +121,7 @@ def load_predictor(path: str | Path) -> dict[str, Any]:
         try:
             group = PredictorGroup.model_validate(raw)
         except ValidationError as exc:
-            raise SchemaError(f"{where}: {_validation_message(exc)}") from exc
+            raise SchemaError(f"{where}: {validation_summary(exc)}") from exc
         if not group.phases:
             raise SchemaError(f"{where}: no phases")
         for name, m in group.phases.items():
@@ -216,6 +211,9 @@ def _field_kind(name: str) -> type | None:
     if origin in (dict, list):
         return None
     kinds = set(typing.get_args(annotation)) if origin is not None else {annotation}
+    # Count = Annotated[int, Field(ge=0)]: the type under the constraint
+    kinds = {typing.get_args(k)[0] if typing.get_origin(k) is typing.Annotated else k
+             for k in kinds}
     for kind in (bool, int, str):  # bool first: a flag is not a count
         if kind in kinds:
             return kind
@@ -265,7 +263,7 @@ def _apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures
     try:
         return ModelFeatures.model_validate(data)
     except ValidationError as exc:  # a combination the model refuses: still one line
-        raise InputError(f"--set: {_validation_message(exc)}") from exc
+        raise InputError(f"--set: {validation_summary(exc)}") from exc
 
 
 def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Prediction],
@@ -316,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 < args.level < 1:
         raise InputError(f"--level {args.level}: must be between 0 and 1")
+    if args.capture_sizes is not None and args.capture_sizes < 0:
+        raise InputError(f"--capture-sizes {args.capture_sizes}: must be >= 0")
 
     doc = load_predictor(args.fit)
     group = choose_group(doc, {f: getattr(args, f) for f in CONFIG_FIELDS})

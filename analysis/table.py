@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from analysis._cli import ArgumentParser, run_cli
-from harness.schema import PHASE_NAMES, BootResult, read_results
+from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
 
 SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
          "model_loading": "loading", "torch_compile": "compile",
@@ -42,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = ap.parse_args(argv)
     results = [r for path in args.json for r in read_results(path)]
+    if not results:  # a run that booted nothing is worth saying, not an empty table
+        raise SchemaError(f"{', '.join(args.json)}: no boot in it (no benchmark, nothing "
+                          "unrecorded)")
     headers, body = rows(results)
     if args.markdown:
         print("| " + " | ".join(headers) + " |")

