@@ -14,6 +14,7 @@ from pathlib import Path
 
 from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
 from harness.schema import (
+    DOCUMENT_KEY,
     NOT_APPLICABLE_PREFIX,
     PHASE_NAMES,
     SchemaError,
@@ -23,12 +24,14 @@ from harness.schema import (
 )
 
 
-def _document(path: Path) -> dict:
+def read_document(path: Path) -> dict:
     """The benchmark document at ``path``, or SchemaError naming what the file is instead.
 
-    read_results also reads a list of results or a single BootResult, but only pytest's
-    document says which cells were run and on what machine, which is what is checked here.
+    Its shape is read_results's (every entry an object with ``extra_info.phases``, every
+    unrecorded result an object). read_results also reads a list of results or a single
+    BootResult, but only pytest's document says which cells were run and on what machine.
     """
+    read_results(path, all_rounds=True)  # refuses a document of the wrong shape, in its words
     doc = read_json(path)
     if isinstance(doc, list):
         raise SchemaError(f"{path}: a list of results, not the JSON of "
@@ -48,9 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allow-failed", action="store_true")
     args = ap.parse_args(argv)
     try:
-        results = read_results(args.json)  # also refuses a document of the wrong shape
-        doc = _document(args.json)
-        expected = select(args.matrix, **{a: split_values(getattr(args, a)) for a in AXES})
+        doc = read_document(args.json)
+        results = read_results(args.json)
+        expected = select(args.matrix, **{a: split_values(getattr(args, a), AXIS_OPTIONS[a])
+                                          for a in AXES})
     except (SchemaError, ValueError) as exc:
         print(f"benchmarks.check: error: {exc}", file=sys.stderr)
         return 2
@@ -86,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         failed_checks = (bench.get("extra_info") or {}).get("checks_failed")
         if failed_checks:
             problems.append(f"{bench.get('param')}: assertions failed: {failed_checks}")
+    # Cells pytest-benchmark kept no entry for (all of them with --benchmark-disable) carry
+    # their failed checks beside the result.
+    for result in (doc.get(DOCUMENT_KEY) or {}).get("unrecorded", []):
+        if result.get("checks_failed"):
+            cid = cell_id({a: result.get(a) for a in AXES})
+            problems.append(f"{cid}: assertions failed: {result['checks_failed']}")
     for p in problems:
         print(f"benchmarks.check: {p}", file=sys.stderr)
     print(f"benchmarks.check: {len(expected)} cells expected, {len(problems)} problem(s)")

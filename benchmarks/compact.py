@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from harness.schema import DOCUMENT_KEY, read_json
+from benchmarks.check import read_document
+from harness.schema import DOCUMENT_KEY, SchemaError
 
 DROPPED = ("events", "log_tail")
 
@@ -42,8 +43,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("json", type=Path)
     ap.add_argument("-o", "--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    doc = compact(read_json(args.json))
-    args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    try:
+        doc = compact(read_document(args.json))
+        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+    except (SchemaError, OSError) as exc:
+        print(f"benchmarks.compact: error: {exc}", file=sys.stderr)
+        return 2
     print(f"{args.json} ({args.json.stat().st_size:,} B) -> {args.out} ({args.out.stat().st_size:,} B)")
     return 0
 

@@ -6,14 +6,17 @@ extended only through its hooks. Two of its habits are corrected here:
 
 - an errored benchmark is left out of its JSON, and no JSON is written when nothing was
   measured: every cell's BootResult is also appended to ``<json>.cells.jsonl`` as the cell
-  ends, cells missing from ``benchmarks`` go under ``coldstart.unrecorded``, and the document
-  is written by us when pytest-benchmark writes none;
+  ends, cells missing from ``benchmarks`` go under ``coldstart.unrecorded`` (with the checks
+  that failed, as ``checks_failed`` beside the result), and the document is written by us
+  when pytest-benchmark writes none;
 - ``--resume FILE`` skips cells measured in FILE with all their checks passing (on the same
-  machine and vLLM, unless ``--resume-any-machine``) and carries their entries over.
+  machine and vLLM, unless ``--resume-any-machine``, and with the same ``--rounds``) and
+  carries their entries over.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import time
@@ -27,14 +30,15 @@ from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
     BootResult,
+    SchemaError,
     cell_id,
     new_document,
-    read_json,
     write_document,
 )
 
-# machine_info.coldstart keys two runs must share for one's cells to stand in for the other's
-RESUME_MUST_MATCH = ("platform", "vllm", "torch", "cpu_model", "cpu_count")
+# machine_info.coldstart facts two runs must share for one's cells to stand in for the
+# other's (gpu_models is read from its gpus by _resume_facts)
+RESUME_MUST_MATCH = ("platform", "vllm", "torch", "cpu_model", "cpu_count", "gpu_models")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -59,8 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _selected_cells(config: pytest.Config) -> list[Cell]:
-    narrow = {axis: split_values(config.getoption(f"coldstart_{axis}")) for axis in AXES}
     try:
+        narrow = {axis: split_values(config.getoption(f"coldstart_{axis}"), AXIS_OPTIONS[axis])
+                  for axis in AXES}
         return select(config.getoption("matrix"), **narrow)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
@@ -82,8 +87,13 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--rounds {rounds} needs pytest-benchmark enabled: "
                                 "--benchmark-disable runs each cell once; drop it "
                                 "(or add --benchmark-enable)")
-    if config.getoption("boot_timeout") <= 0:
-        raise pytest.UsageError("--boot-timeout must be > 0")
+    boot_timeout = config.getoption("boot_timeout")
+    if not (boot_timeout > 0 and math.isfinite(boot_timeout)):  # NaN compares false
+        raise pytest.UsageError(f"--boot-timeout {boot_timeout}: must be a number of "
+                                "seconds > 0")
+    if config.getoption("runai_concurrency") < 1:
+        raise pytest.UsageError("--runai-concurrency must be >= 1 (reader threads)")
+    config._coldstart_cells = _selected_cells(config)
     resume = config.getoption("resume")
     config._coldstart_resumed = _resumable_entries(config, resume) if resume else {}
 
@@ -91,7 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not set(AXES) <= set(metafunc.fixturenames):
         return
-    cells = _selected_cells(metafunc.config)
+    cells = metafunc.config._coldstart_cells
     metafunc.parametrize(",".join(AXES), [tuple(c.params().values()) for c in cells],
                          ids=[c.id for c in cells])
 
@@ -105,6 +115,7 @@ class ColdstartSession:
         self.boot_timeout = config.getoption("boot_timeout")
         self.runai_concurrency = config.getoption("runai_concurrency")
         self.results: dict[str, BootResult] = {}
+        self.checks_failed: dict[str, list[str]] = {}
         self.floors: dict[tuple, dict[str, Any]] = {}
         self.resumed: dict[str, dict[str, Any]] = getattr(config, "_coldstart_resumed", {})
         log = config.getoption("cells_log")
@@ -120,6 +131,7 @@ class ColdstartSession:
         import json
 
         self.results[cell.id] = result
+        self.checks_failed[cell.id] = checks_failed or []
         with open(self.cells_log, "a") as fh:
             fh.write(json.dumps({"cell": cell.id, "params": cell.params(),
                                  "checks_failed": checks_failed or [],
@@ -128,23 +140,50 @@ class ColdstartSession:
                                             for r in (rounds or [result])]}) + "\n")
 
 
+def _resume_facts(machine_info: Any) -> dict[str, Any]:
+    """The RESUME_MUST_MATCH facts of a document's ``machine_info.coldstart``.
+
+    The GPUs are compared by model, as analysis.dataset does: how many were visible does not
+    change how one boots, another model does.
+    """
+    facts = machine_info.get(DOCUMENT_KEY) if isinstance(machine_info, dict) else None
+    facts = facts if isinstance(facts, dict) else {}
+    gpus = facts.get("gpus")
+    gpu_models = sorted({str(g["name"]) for g in (gpus if isinstance(gpus, list) else [])
+                         if isinstance(g, dict) and g.get("name") is not None})
+    return {k: gpu_models if k == "gpu_models" else facts.get(k) for k in RESUME_MUST_MATCH}
+
+
 def _resumable_entries(config: pytest.Config, path: Path) -> dict[str, dict[str, Any]]:
-    doc = read_json(path, pytest.UsageError)
+    from benchmarks.check import read_document
+
+    try:
+        doc = read_document(path)
+    except SchemaError as exc:
+        raise pytest.UsageError(f"--resume {exc}") from None
+    # A cell's rounds are part of its result: one boot does not stand in for a median of three.
+    meta = doc.get(DOCUMENT_KEY)
+    theirs_rounds = meta.get("rounds") if isinstance(meta, dict) else None
+    if theirs_rounds is None:
+        raise pytest.UsageError(f"--resume {path}: no {DOCUMENT_KEY}.rounds: not the JSON of "
+                                "`pytest benchmarks/ --benchmark-json`")
+    if theirs_rounds != config.getoption("rounds"):
+        raise pytest.UsageError(f"--resume {path}: measured with --rounds {theirs_rounds}, "
+                                f"this run asks for --rounds {config.getoption('rounds')}")
     if not config.getoption("resume_any_machine"):
         from benchmarks.provenance import machine_facts
 
-        theirs = (doc.get("machine_info") or {}).get(DOCUMENT_KEY) or {}
-        ours = machine_facts()
-        differ = {k: (theirs.get(k), ours.get(k)) for k in RESUME_MUST_MATCH
-                  if theirs.get(k) != ours.get(k)}
+        theirs = _resume_facts(doc.get("machine_info"))
+        ours = _resume_facts({DOCUMENT_KEY: machine_facts()})
+        differ = {k: (theirs[k], ours[k]) for k in RESUME_MUST_MATCH if theirs[k] != ours[k]}
         if differ:
             raise pytest.UsageError(f"--resume {path}: measured elsewhere ({differ}); "
                                     "pass --resume-any-machine to reuse its cells anyway")
     out = {}
-    for entry in doc.get("benchmarks", []):
-        params, extra = entry.get("params") or {}, entry.get("extra_info") or {}
-        if (extra.get("state") == "measured" and not extra.get("checks_failed")
-                and set(AXES) <= set(params)):
+    for entry in doc["benchmarks"]:  # each an object with an extra_info object: read_document
+        params, extra = entry.get("params"), entry["extra_info"]
+        if (isinstance(params, dict) and set(AXES) <= set(params)
+                and extra.get("state") == "measured" and extra.get("checks_failed") == []):
             out[cell_id({a: params[a] for a in AXES})] = entry
     return out
 
@@ -203,8 +242,11 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
         if cid not in present:
             benchmarks.append(entry)
             present.add(cid)
-    unrecorded = [r.model_dump(mode="json") for cid, r in (session.results.items()
-                  if session else []) if cid not in present]
+    # The checks a cell failed travel with it: benchmarks.check reads them here too (with
+    # --benchmark-disable every measured cell is here).
+    unrecorded = [{**r.model_dump(mode="json"), "checks_failed": session.checks_failed[cid]}
+                  for cid, r in (session.results.items() if session else [])
+                  if cid not in present]
     doc[DOCUMENT_KEY] = {
         "schema_version": SCHEMA_VERSION,
         "matrix": config.getoption("matrix"),

@@ -73,11 +73,20 @@ def _full() -> list[Cell]:
 MATRICES = {"smoke": _smoke, "scaling": _scaling, "full": _full}
 
 
-def split_values(raw: str | None) -> list[str] | None:
+def split_values(raw: str | None, option: str) -> list[str] | None:
     """An axis option's comma-separated values, as pytest and benchmarks.check both read them:
-    blanks around a value ignored, no value at all is no narrowing (None)."""
-    values = [v.strip() for v in (raw or "").split(",") if v.strip()]
-    return values or None
+    blanks around a value ignored, an option not given is no narrowing (None).
+
+    An option given without a value (``--models ,``, ``--loaders ""``) is a ValueError: read
+    as no narrowing it would start the whole matrix, hours of boots nobody asked for.
+    """
+    if raw is None:
+        return None
+    values = [v.strip() for v in raw.split(",") if v.strip()]
+    if not values:
+        raise ValueError(f"--{option} {raw!r}: no value; name at least one, or leave the "
+                         "option out to keep the whole axis")
+    return values
 
 
 def select(matrix: str, **narrow: list[str] | None) -> list[Cell]:
@@ -95,6 +104,9 @@ def select(matrix: str, **narrow: list[str] | None) -> list[Cell]:
     allowed = {"loader": LOADERS, "compile_cache": COMPILE_CACHE_MODES,
                "page_cache": PAGE_CACHE_MODES, "entrypoint": ENTRYPOINTS}
     cells = MATRICES[matrix]()
+    # A value named twice is one cell, not two with ids suffixed 0 and 1.
+    narrow = {axis: list(dict.fromkeys(values)) if values else values
+              for axis, values in narrow.items()}
     models = narrow.get("model")
     if models:
         from fixtures.catalog import CATALOG

@@ -222,17 +222,21 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
         # The rounds before it booted and were timed: pytest-benchmark would drop the entry
         # (and with it every round) for the error; the cell's checks report the lost round.
         benchmark.has_error = False
+    except BaseException as exc:
+        # Ctrl-C, or SIGTERM / SIGHUP that the harness turned into BootInterrupted: pytest
+        # ends the session after this cell. pytest-benchmark has already added this cell's
+        # stats; with no round timed, writing the JSON fails on them ("min() arg is an empty
+        # sequence") and every cell measured before this one is lost with it.
+        try:
+            _keep_stopped_cell(benchmark, coldstart, cell, spec, floor, rounds, exc)
+        finally:  # keeping it must not turn the stop into a failed cell the session goes past
+            raise exc
 
     result = _median_round(rounds)
-    weights = result.evidence.get("weights", {})
-    if weights.get("load_gbps") and floor.get("gbps"):
-        weights["storage_floor_gbps"] = floor["gbps"]
-        weights["fraction_of_floor"] = weights["load_gbps"] / floor["gbps"]
+    _compare_to_floor(result, floor)
     # On record before anything that judges or copies it. Until the checks have run the cell
     # does not count as passing (--resume and benchmarks.check read checks_failed).
-    benchmark.extra_info.update(extra_info(result, rounds))
-    benchmark.extra_info["storage_floor"] = floor
-    benchmark.extra_info["checks_failed"] = ["the checks did not complete"]
+    _on_record(benchmark, result, rounds, floor, ["the checks did not complete"])
     failures = check_cell(result, cell, rounds, rounds_asked=coldstart.rounds)
     try:
         keep_as_warm_cache(spec, result)
@@ -240,10 +244,50 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
         failures.append(f"keeping the compile cache as the warm cache: "
                         f"{type(exc).__name__}: {exc}")
     # Again: keep_as_warm_cache points evidence.compile_cache_dir at the kept copy.
-    benchmark.extra_info.update(extra_info(result, rounds))
-    benchmark.extra_info["checks_failed"] = failures
+    _on_record(benchmark, result, rounds, floor, failures)
     coldstart.record(cell, result, checks_failed=failures, rounds=rounds)
     if not failures:
         for r in rounds:
             discard_work_dir(r)
     assert not failures, "\n".join(failures) + (f"\n{result.log_tail}" if result.log_tail else "")
+
+
+def _compare_to_floor(result: BootResult, floor: dict) -> None:
+    weights = result.evidence.get("weights", {})
+    if weights.get("load_gbps") and floor.get("gbps"):
+        weights["storage_floor_gbps"] = floor["gbps"]
+        weights["fraction_of_floor"] = weights["load_gbps"] / floor["gbps"]
+
+
+def _on_record(benchmark, result: BootResult, rounds: list[BootResult], floor: dict,
+               checks_failed: list[str]) -> None:
+    benchmark.extra_info.update(extra_info(result, rounds))
+    benchmark.extra_info["storage_floor"] = floor
+    benchmark.extra_info["checks_failed"] = checks_failed
+
+
+def _keep_stopped_cell(benchmark, coldstart, cell: Cell, spec: BootSpec, floor: dict,
+                       rounds: list[BootResult], exc: BaseException) -> None:
+    """Keep what a cell measured before a round was stopped by ``exc`` (Ctrl-C, SIGTERM).
+
+    The stopped round is a failed one and a failed check, so the cell never passes
+    benchmarks.check nor is reused by --resume. The rounds timed before it keep
+    pytest-benchmark's entry, as when a round's setup ends the cell; with none timed the entry
+    is dropped (``has_error``) and the cell lands in ``coldstart.unrecorded``. Nothing slow is
+    done here (no warm-cache copy): whoever stopped the run wants it to stop.
+    """
+    # First, before anything here can fail: stats are None with --benchmark-disable, and
+    # empty (falsy) until pytest-benchmark has timed a round.
+    timed = bool(benchmark.stats)
+    benchmark.has_error = not timed
+    reason = f"round {len(rounds) + 1} stopped by {type(exc).__name__}" + (
+        f": {exc}" if str(exc) else "")
+    rounds.append(_not_booted(cell, spec, state="failed", error=reason))
+    result = _median_round(rounds)
+    failures = [reason]
+    if result.state == "measured":
+        failures += check_cell(result, cell, rounds)
+    if timed:
+        _compare_to_floor(result, floor)
+        _on_record(benchmark, result, rounds, floor, failures)
+    coldstart.record(cell, result, checks_failed=failures, rounds=rounds)

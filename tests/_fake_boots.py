@@ -6,7 +6,9 @@ seconds. Driven by the environment of the pytest run:
 
 - ``FAKE_ROUNDS``: one outcome per round, comma-separated: ``measured``, ``failed`` (the boot
   fails), ``unreachable`` (its page-cache state cannot be reached), ``setup_error`` (preparing
-  it raises OSError);
+  it raises OSError), ``interrupted`` (SIGTERM arrives during the boot: the harness raises
+  BootInterrupted), ``ctrl_c`` (Ctrl-C while the round is prepared); cells separated by ``;``
+  in the order they run, the last list for any cell after it;
 - ``FAKE_FAULTS``: ``floor_unreachable`` (the storage floor's eviction is ignored),
   ``check_raises`` (the registry knows no compile-cache expectation), ``warm_copy_raises``
   (keeping the warm cache hits a full disk).
@@ -14,6 +16,7 @@ seconds. Driven by the environment of the pytest run:
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 from types import SimpleNamespace
@@ -21,11 +24,13 @@ from types import SimpleNamespace
 import pytest
 
 from harness import pagecache
-from harness.boot import BootSpec
+from harness.boot import BootInterrupted, BootSpec
 from harness.registry import LOADER_CLASSES, expected_compile_cache
 from harness.schema import BootResult
 
 VLLM_VERSION = "0.32.0"
+# Which cell of the session is running: FAKE_ROUNDS scripts each one in turn.
+_cells_run = itertools.count()
 
 
 def _measured(spec: BootSpec, work: Path, n: int) -> BootResult:
@@ -55,7 +60,8 @@ def _fake_boots(request, monkeypatch, tmp_path_factory):
     module = request.module
     if not hasattr(module, "check_cell"):
         return
-    outcomes = iter(os.environ.get("FAKE_ROUNDS", "measured").split(","))
+    per_cell = os.environ.get("FAKE_ROUNDS", "measured").split(";")
+    outcomes = iter(per_cell[min(next(_cells_run), len(per_cell) - 1)].split(","))
     faults = set(filter(None, os.environ.get("FAKE_FAULTS", "").split(",")))
     model_dir = tmp_path_factory.mktemp("model")
     (model_dir / "config.json").write_text("{}")
@@ -77,6 +83,8 @@ def _fake_boots(request, monkeypatch, tmp_path_factory):
     def prepare_boot(spec):
         outcome = next(outcomes)
         work = tmp_path_factory.mktemp("coldstart-boot-")
+        if outcome == "ctrl_c":
+            raise KeyboardInterrupt
         if outcome == "setup_error":
             raise OSError(28, "No space left on device", str(work / "priming"))
         if outcome == "unreachable":
@@ -89,6 +97,8 @@ def _fake_boots(request, monkeypatch, tmp_path_factory):
     def launch_boot(prepared):
         launched.append(prepared.work)
         n = len(launched)
+        if prepared.outcome == "interrupted":
+            raise BootInterrupted("SIGTERM during a boot")
         if prepared.outcome == "failed":
             s = prepared.spec
             return BootResult(state="failed", model=s.model, loader=s.loader,

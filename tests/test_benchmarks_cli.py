@@ -51,11 +51,33 @@ def test_a_failed_cell_is_in_the_json_with_its_reason(tmp_path):
     (["--loaders", "pickle"], "unknown loader ['pickle']"),
     (["--models", "gpt-5"], "unknown model ['gpt-5']"),
     (["--rounds", "0"], "--rounds must be >= 1"),
+    (["--boot-timeout", "0"], "--boot-timeout 0.0: must be a number of seconds > 0"),
+    (["--boot-timeout", "nan"], "--boot-timeout nan: must be a number of seconds > 0"),
+    (["--boot-timeout", "inf"], "--boot-timeout inf: must be a number of seconds > 0"),
+    (["--runai-concurrency", "-3"], "--runai-concurrency must be >= 1"),
+    (["--runai-concurrency", "0"], "--runai-concurrency must be >= 1"),
+    # given without a value: read as no narrowing, each would start the whole matrix
+    (["--models", ","], "--models ',': no value; name at least one, or leave the option out"),
+    (["--loaders", ""], "--loaders '': no value"),
+    (["--entrypoints", " , "], "--entrypoints ' , ': no value"),
 ])
 def test_bad_options_are_refused_before_any_boot(args, message):
-    proc = _pytest(*args, "--collect-only", timeout=120)
+    proc = _pytest(*args, "--collect-only", "--allow-busy-machine", timeout=120)
     assert proc.returncode in (4, 2), proc.stdout[-1000:]  # pytest's usage-error exit codes
     assert message in proc.stdout + proc.stderr
+    assert "collected" not in proc.stdout  # refused before collection
+
+
+def test_a_value_named_twice_is_one_cell():
+    assert select("smoke", model=["smollm2-135m", "smollm2-135m"],
+                  loader=["tensorizer", "safetensors", "tensorizer"]) == select(
+        "smoke", loader=["safetensors", "tensorizer"])
+    proc = _pytest("--collect-only", "--allow-busy-machine", "--models", "smollm2-135m,smollm2-135m",
+                   *ONE_CELL, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-1000:] + proc.stderr[-1000:]
+    assert "1 test collected" in proc.stdout
+    # the id is the cell's, not one suffixed 0 or 1 for a duplicate
+    assert "entrypoint=offline]" in proc.stdout
 
 
 def test_the_smoke_matrix_is_what_the_readme_says():

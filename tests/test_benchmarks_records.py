@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import check
+from benchmarks import check, compact
 from benchmarks.matrix import Cell, split_values
 from harness.schema import BootResult, benchmark_entry, new_document, read_results
 
@@ -25,9 +25,10 @@ ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-cach
 CELL = Cell("smollm2-135m", "safetensors", "cold", "warm", "offline")
 
 
-def _run(tmp_path: Path, rounds: str, *args: str, faults: str = "") -> tuple[
-        subprocess.CompletedProcess, dict, dict]:
-    """(the pytest run, its JSON document, its one cells.jsonl record)."""
+def _run_cells(tmp_path: Path, rounds: str, *args: str, faults: str = "",
+               cells: list[str] = ONE_CELL) -> tuple[subprocess.CompletedProcess, dict,
+                                                     list[dict]]:
+    """(the pytest run, its JSON document, its cells.jsonl records)."""
     out = tmp_path / "out.json"
     env = {**os.environ, "FAKE_ROUNDS": rounds, "FAKE_FAULTS": faults,
            "COLDSTART_CACHE_DIR": str(tmp_path / "cache")}
@@ -35,11 +36,19 @@ def _run(tmp_path: Path, rounds: str, *args: str, faults: str = "") -> tuple[
         [sys.executable, "-m", "pytest", "benchmarks/", "-p", "tests._fake_boots",
          "-p", "no:cacheprovider", "-q", "--basetemp", str(tmp_path / "inner"),
          # Nothing here is timed: a vLLM running beside these runs disturbs nothing.
-         "--allow-busy-machine", "--benchmark-json", str(out), *ONE_CELL, *args],
+         "--allow-busy-machine", "--benchmark-json", str(out), *cells, *args],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert out.is_file(), proc.stdout[-3000:] + proc.stderr[-2000:]
-    (line,) = Path(f"{out}.cells.jsonl").read_text().splitlines()
-    return proc, json.loads(out.read_text()), json.loads(line)
+    log = Path(f"{out}.cells.jsonl")
+    lines = log.read_text().splitlines() if log.exists() else []  # none when all are resumed
+    return proc, json.loads(out.read_text()), [json.loads(line) for line in lines]
+
+
+def _run(tmp_path: Path, rounds: str, *args: str, faults: str = "") -> tuple[
+        subprocess.CompletedProcess, dict, dict]:
+    """(the pytest run, its JSON document, its one cells.jsonl record)."""
+    proc, doc, (record,) = _run_cells(tmp_path, rounds, *args, faults=faults)
+    return proc, doc, record
 
 
 def test_all_rounds_measured_pass_and_leave_no_work_folder(tmp_path):
@@ -121,7 +130,7 @@ def test_an_unreachable_storage_floor_skips_the_cell(tmp_path):
     assert result["state"] == "skipped" and result["error"] is None
     assert result["skip_reason"].startswith("storage floor: eviction left 100.0%")
     assert "posix_fadvise" in result["skip_reason"]
-    assert record["result"] == result
+    assert {**record["result"], "checks_failed": []} == result
 
 
 def test_rounds_with_benchmark_disable_is_refused(tmp_path):
@@ -190,8 +199,19 @@ def test_check_reads_axis_values_as_pytest_does(tmp_path, capsys):
               " warm", "--entrypoints", "offline ,"]
     assert check.main([str(path), *spaced]) == 0
     assert f"{CELL.id}: measured, ready in 8.8 s" in capsys.readouterr().out
-    assert split_values(" a , b,,") == ["a", "b"]
-    assert split_values(" , ") is None and split_values(None) is None
+    assert split_values(" a , b,,", "loaders") == ["a", "b"]
+    assert split_values(None, "loaders") is None
+
+
+@pytest.mark.parametrize("empty", [",", "", " , "])
+def test_check_refuses_an_axis_option_given_without_a_value(tmp_path, capsys, empty):
+    path = tmp_path / "out.json"
+    path.write_text(json.dumps(new_document([])))
+    # read as no narrowing, it would judge the file against the whole matrix
+    assert check.main([str(path), "--loaders", empty]) == 2
+    assert capsys.readouterr().err == (f"benchmarks.check: error: --loaders {empty!r}: no value; "
+                                       "name at least one, or leave the option out to keep "
+                                       "the whole axis\n")
 
 
 def test_a_cell_without_a_measured_round_is_recorded_by_its_failed_boot() -> None:
@@ -202,3 +222,164 @@ def test_a_cell_without_a_measured_round_is_recorded_by_its_failed_boot() -> Non
     skipped = BootResult(state="skipped", model="m", skip_reason="page cache not evicted")
     assert _median_round([failed, skipped]) is failed
     assert _median_round([skipped]) is skipped
+
+
+# ---------------------------------------------------------------- a run stopped midway
+
+TWO_CELLS = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches",
+             "warm,evicted", "--entrypoints", "offline"]
+
+
+@pytest.mark.parametrize("stop, reason", [
+    ("interrupted", "round 1 stopped by BootInterrupted: SIGTERM during a boot"),
+    ("ctrl_c", "round 1 stopped by KeyboardInterrupt"),
+])
+def test_a_run_stopped_in_a_cells_first_round_keeps_the_cells_before_it(tmp_path, stop, reason):
+    proc, doc, records = _run_cells(tmp_path, f"measured;{stop}", cells=TWO_CELLS)
+    assert proc.returncode == 2, proc.stdout[-3000:]  # pytest's "interrupted"
+    assert "min() arg is an empty sequence" not in proc.stdout + proc.stderr
+    first, stopped = (Cell("smollm2-135m", "safetensors", "cold", pc) for pc in
+                      ("warm", "evicted"))
+    (entry,) = doc["benchmarks"]
+    assert entry["param"] == first.id and entry["extra_info"]["checks_failed"] == []
+    (result,) = doc["coldstart"]["unrecorded"]
+    assert result["model"] == stopped.model and result["page_cache"] == "evicted"
+    assert result["state"] == "failed" and result["error"] == reason
+    assert result["checks_failed"] == [reason]
+    assert [r["cell"] for r in records] == [first.id, stopped.id]
+    assert records[1]["checks_failed"] == [reason]
+    # the stopped cell counts as failed, and is not reused by --resume
+    assert check.main([str(tmp_path / "out.json"), *TWO_CELLS, "--allow-failed"]) == 1
+
+
+def test_a_cell_stopped_in_a_later_round_keeps_the_rounds_timed_before_it(tmp_path):
+    proc, doc, record = _run(tmp_path, "measured,interrupted", "--rounds", "3")
+    assert proc.returncode == 2, proc.stdout[-3000:]
+    (entry,) = doc["benchmarks"]
+    assert entry["stats"]["rounds"] == 1
+    extra = entry["extra_info"]
+    assert extra["state"] == "measured" and extra["wall_s"] == 9.75
+    assert [r["state"] for r in extra["rounds"]] == ["measured", "failed"]
+    reason = "round 2 stopped by BootInterrupted: SIGTERM during a boot"
+    assert extra["checks_failed"] == [reason, f"1 of 2 rounds not measured: [{reason!r}]"]
+    assert record["checks_failed"] == extra["checks_failed"]
+    assert doc["coldstart"]["unrecorded"] == []
+
+
+def test_check_reads_the_failed_checks_of_a_run_with_benchmark_disable(tmp_path):
+    # pytest-benchmark keeps no entry then: every cell, measured or not, is unrecorded
+    proc, doc, record = _run(tmp_path, "measured", "--benchmark-disable",
+                             faults="warm_copy_raises")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert doc["benchmarks"] == []
+    (result,) = doc["coldstart"]["unrecorded"]
+    failure = "keeping the compile cache as the warm cache: OSError: [Errno 28] No space left on device"
+    assert result["state"] == "measured" and result["checks_failed"] == [failure]
+    assert check.main([str(tmp_path / "out.json"), *ONE_CELL]) == 1
+
+
+def test_check_passes_a_good_run_with_benchmark_disable(tmp_path):
+    proc, doc, _ = _run(tmp_path, "measured", "--benchmark-disable")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert doc["coldstart"]["unrecorded"][0]["checks_failed"] == []
+    assert check.main([str(tmp_path / "out.json"), *ONE_CELL]) == 0
+
+
+# ---------------------------------------------------------------- --resume
+
+
+def _collect(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/", "-p", "no:cacheprovider", "-q",
+         "--collect-only", "--allow-busy-machine", *ONE_CELL, *args],
+        cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_resume_reuses_a_passing_cell_of_the_same_machine(tmp_path):
+    _run(tmp_path / "first", "measured")
+    proc, doc, records = _run_cells(tmp_path, "measured", "--resume",
+                                    str(tmp_path / "first" / "out.json"))
+    assert proc.returncode == 0 and "1 skipped" in proc.stdout, proc.stdout[-3000:]
+    assert records == []  # nothing booted
+    (entry,) = doc["benchmarks"]
+    assert entry["param"] == CELL.id and entry["extra_info"]["checks_failed"] == []
+
+
+@pytest.mark.parametrize("content, message", [
+    ([1], "[0]: not a BootResult (a JSON int)"),
+    ([_measured().model_dump(mode="json")], ": a list of results, not the JSON of"),
+    ({"benchmarks": ["x"]}, ": benchmark 0 is a JSON str, not an object"),
+    ({"benchmarks": [{"params": {}}]}, ": benchmark 0 has no extra_info.phases"),
+    ("a string", ": not a result document"),
+    # what analysis.ingest writes: a result document, not a run of the matrix
+    (new_document([]), ": no coldstart.rounds: not the JSON of `pytest benchmarks/"),
+])
+def test_resume_refuses_a_malformed_file_in_one_line(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(content))
+    proc = _collect("--resume", str(path))
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "INTERNALERROR" not in proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"ERROR: --resume {path}{message}")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def _resumable(tmp_path: Path, **change) -> Path:
+    """The JSON of a passing run of ONE_CELL on this machine, with ``change`` applied."""
+    _run(tmp_path / "first", "measured")
+    path = tmp_path / "first" / "out.json"
+    doc = json.loads(path.read_text())
+    if "gpus" in change:
+        doc["machine_info"]["coldstart"]["gpus"] = change["gpus"]
+    if "rounds" in change:
+        doc["coldstart"]["rounds"] = change["rounds"]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_resume_refuses_a_run_on_other_gpus(tmp_path):
+    other = [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "memory_bytes": 85e9,
+              "driver": "570.86"}]
+    path = _resumable(tmp_path, gpus=other)
+    proc = _collect("--resume", str(path))
+    assert proc.returncode == 4, proc.stdout[-2000:]
+    assert f"--resume {path}: measured elsewhere" in proc.stderr
+    assert "'gpu_models': (['NVIDIA H100 80GB HBM3']," in proc.stderr
+    assert _collect("--resume", str(path), "--resume-any-machine").returncode == 0
+
+
+def test_resume_refuses_a_run_with_other_rounds(tmp_path):
+    path = _resumable(tmp_path, rounds=3)
+    proc = _collect("--resume", str(path))
+    assert proc.returncode == 4, proc.stdout[-2000:]
+    assert (f"--resume {path}: measured with --rounds 3, this run asks for --rounds 1"
+            in proc.stderr)
+    # another machine may be allowed; another number of rounds never is
+    assert _collect("--resume", str(path), "--resume-any-machine").returncode == 4
+    assert _collect("--resume", str(path), "--rounds", "3").returncode == 0
+
+
+# ---------------------------------------------------------------- benchmarks.compact
+
+
+@pytest.mark.parametrize("content, what", [
+    (None, "no such file"),
+    ([_measured().model_dump(mode="json")], "a list of results, not the JSON of"),
+    ({"benchmarks": ["x"]}, "benchmark 0 is a JSON str, not an object"),
+])
+def test_compact_refuses_what_is_not_a_benchmark_document(tmp_path, capsys, content, what):
+    path = tmp_path / "in.json"
+    if content is not None:
+        path.write_text(json.dumps(content))
+    assert compact.main([str(path), "-o", str(tmp_path / "small.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"benchmarks.compact: error: {path}: {what}")
+    assert err.count("\n") == 1 and not (tmp_path / "small.json").exists()
+
+
+def test_compact_as_a_command_exits_2_on_a_missing_file(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.compact", str(tmp_path / "gone.json"),
+                           "-o", str(tmp_path / "small.json")], cwd=REPO, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr == f"benchmarks.compact: error: {tmp_path / 'gone.json'}: no such file\n"
