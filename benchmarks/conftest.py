@@ -96,6 +96,34 @@ def pytest_configure(config: pytest.Config) -> None:
     config._coldstart_cells = _selected_cells(config)
     resume = config.getoption("resume")
     config._coldstart_resumed = _resumable_entries(config, resume) if resume else {}
+    config._coldstart_signals = _stop_cleanly_on_signals()
+
+
+def _stop_cleanly_on_signals() -> dict[int, Any]:
+    """SIGTERM and SIGHUP (a cancelled CI job, ``timeout``, a closed terminal) become
+    KeyboardInterrupt for the whole session, as Ctrl-C is: pytest then ends the session
+    through its hooks and the JSON of the cells measured so far is written. Python's default
+    would end the process on the spot, JSON and cells log unwritten. During a boot the
+    harness installs its own handler (it kills the boot first) and puts this one back. A
+    signal the process ignores (nohup's SIGHUP) stays ignored. Returns what was there."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt(f"{signal.Signals(signum).name}: stopping the run")
+
+    return {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)
+            if signal.getsignal(sig) is not signal.SIG_IGN}
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import signal
+
+    for sig, handler in getattr(config, "_coldstart_signals", {}).items():
+        signal.signal(sig, handler)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

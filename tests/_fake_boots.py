@@ -11,7 +11,8 @@ seconds. Driven by the environment of the pytest run:
   in the order they run, the last list for any cell after it;
 - ``FAKE_FAULTS``: ``floor_unreachable`` (the storage floor's eviction is ignored),
   ``check_raises`` (the registry knows no compile-cache expectation), ``warm_copy_raises``
-  (keeping the warm cache hits a full disk).
+  (keeping the warm cache hits a full disk), ``warm_copy_sigterm`` (SIGTERM arrives while the
+  warm cache is kept: after the boot, outside the harness's own handler).
 """
 
 from __future__ import annotations
@@ -110,6 +111,12 @@ def _fake_boots(request, monkeypatch, tmp_path_factory):
     def keep_as_warm_cache(spec, result):
         if "warm_copy_raises" in faults:
             raise OSError(28, "No space left on device")
+        if "warm_copy_sigterm" in faults:
+            import signal
+            import time
+
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # the handler raises here; Python's default would end the process
         return False
 
     def no_expectation(version, platform, mode):

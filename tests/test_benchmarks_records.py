@@ -252,6 +252,21 @@ def test_a_run_stopped_in_a_cells_first_round_keeps_the_cells_before_it(tmp_path
     assert check.main([str(tmp_path / "out.json"), *TWO_CELLS, "--allow-failed"]) == 1
 
 
+def test_sigterm_between_boots_still_writes_the_json(tmp_path):
+    """A cancelled CI job sends SIGTERM whenever it likes: after the first cell's boot, while
+    its warm cache is kept, the run stops as on Ctrl-C and the JSON holds the cell, its
+    checks marked as not completed, so neither check nor --resume takes it for passing."""
+    proc, doc, records = _run_cells(tmp_path, "measured", faults="warm_copy_sigterm",
+                                    cells=TWO_CELLS)
+    assert proc.returncode == 2, proc.stdout[-3000:]  # pytest's "interrupted"
+    assert "SIGTERM: stopping the run" in proc.stdout
+    (entry,) = doc["benchmarks"]
+    assert entry["extra_info"]["state"] == "measured"
+    assert entry["extra_info"]["checks_failed"] == ["the checks did not complete"]
+    assert records == []  # the cell never got to its record; the JSON says what happened
+    assert check.main([str(tmp_path / "out.json"), *TWO_CELLS, "--allow-failed"]) == 1
+
+
 def test_a_cell_stopped_in_a_later_round_keeps_the_rounds_timed_before_it(tmp_path):
     proc, doc, record = _run(tmp_path, "measured,interrupted", "--rounds", "3")
     assert proc.returncode == 2, proc.stdout[-3000:]
