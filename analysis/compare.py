@@ -70,7 +70,7 @@ class CellChange:
     significant: bool
     status: str  # regression, improvement, possible regression, possible improvement,
     #              no change, failed in new, failures grew, fixed in new, only in base,
-    #              not measured in new, only in new
+    #              not measured in new, skips grew, metric lost, only in new
     note: str = ""
 
 
@@ -287,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="also fail on possible regressions (beyond threshold, untested); "
                              "needed where the rounds cannot reach --alpha (one round a side)")
     parser.add_argument("--allow-missing", action="store_true",
-                        help="let cells of BASE that NEW lacks or never measured pass")
+                        help="let cells of BASE that NEW lacks or never measured, more "
+                             "skipped rounds and phases NEW lost pass")
     parser.add_argument("--all", action="store_true", help="list unchanged metrics too")
     parser.add_argument("--json", help="write every comparison as JSON here")
     args = parser.parse_args(argv)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from analysis.features import FeatureError, ModelFeatures, from_model_dir
-from harness.schema import PHASE_NAMES, BootResult, read_json, read_results
+from harness.schema import PHASE_NAMES, BootResult, gpu_models, read_json, read_results
 
 __all__ = ["CONFIG_FIELDS", "Row", "Dataset", "build_dataset", "config_label", "machine_differences",
            "machine_identity", "merged_machine", "one_machine"]
@@ -65,10 +65,7 @@ def machine_identity(doc: Any, boots: list[BootResult]) -> dict[str, Any]:
     ours = ours if isinstance(ours, dict) else {}
     brand, count = _cpu(info)
     platforms = sorted({b.platform for b in boots if b.platform})
-    listed = ours.get("gpus")
-    # The models, not how many were visible: one H100 or two of them is one kind of machine.
-    gpus = sorted({str(g["name"]) for g in (listed if isinstance(listed, list) else [])
-                   if isinstance(g, dict) and g.get("name") is not None})
+    gpus = gpu_models(ours.get("gpus"))
     return {"cpu": brand or ours.get("cpu_model"),
             "cpu_count": count if count is not None else ours.get("cpu_count"),
             "system": info.get("system"), "machine": info.get("machine"),

@@ -3,8 +3,9 @@
 One record per boot, read by ``harness.logs.read_boots`` (a log a restarted pod appended
 several boots to gives one record each, in order) and written with the suite's result
 document functions, so ``harness.schema.read_results(out.json)`` reads it back like a
-benchmark run. A log whose boot finished is a ``benchmarks`` entry; a log that stops before
-start-up finished is kept, as a failed boot, under ``coldstart.unrecorded``.
+benchmark run. A boot that finished is a ``benchmarks`` entry; one that stops before start-up
+finished (it died, or the log was cut) is kept, as a failed boot, under
+``coldstart.unrecorded``.
 
 The model is the one the log names (the last part of a local path, or the hub id), else the
 reference study's file name ``output_model_<name>...txt``, else the file's stem.

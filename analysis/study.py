@@ -160,7 +160,9 @@ class StudyData(NamedTuple):
     machine: dict[str, Any]  # analysis.dataset.machine_identity of the node it ran on
 
 
-# The study's nodes (its figures/README.md, "System Specifications"). Every figure ran on n1
+# The study's nodes (its figures/README.md, "System Specifications"; cpu_count is its cores,
+# pytest-benchmark's count is logical CPUs: compare study documents with each other, not
+# with a suite run on a similar host). Every figure ran on n1
 # except the second side of figure 10 (n2, an L40S: ``figure-10/gpu1``) and of figures 11
 # and 12 (n3, an H100 with Intel CPUs: ``figure-11/cpu1``).
 STUDY_NODES: dict[str, dict[str, Any]] = {

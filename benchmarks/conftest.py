@@ -32,6 +32,7 @@ from harness.schema import (
     BootResult,
     SchemaError,
     cell_id,
+    gpu_models,
     new_document,
     write_document,
 )
@@ -52,7 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--boot-timeout", type=float, default=900.0,
                     help="hard limit for one boot, in seconds (default 900)")
     group.addoption("--resume", type=Path, default=None,
-                    help="a JSON of an earlier run: skip its measured cells, keep their results")
+                    help="a JSON of an earlier run: skip its cells measured with every check "
+                         "passing, keep their results (same machine, vLLM and --rounds)")
     group.addoption("--resume-any-machine", action="store_true",
                     help="with --resume: accept cells measured on another machine or vLLM")
     group.addoption("--runai-concurrency", type=int, default=4,
@@ -171,15 +173,13 @@ class ColdstartSession:
 def _resume_facts(machine_info: Any) -> dict[str, Any]:
     """The RESUME_MUST_MATCH facts of a document's ``machine_info.coldstart``.
 
-    The GPUs are compared by model, as analysis.dataset does: how many were visible does not
-    change how one boots, another model does.
+    The GPUs are compared by model (``harness.schema.gpu_models``, as analysis.dataset does):
+    how many were visible does not change how one boots, another model does.
     """
     facts = machine_info.get(DOCUMENT_KEY) if isinstance(machine_info, dict) else None
     facts = facts if isinstance(facts, dict) else {}
-    gpus = facts.get("gpus")
-    gpu_models = sorted({str(g["name"]) for g in (gpus if isinstance(gpus, list) else [])
-                         if isinstance(g, dict) and g.get("name") is not None})
-    return {k: gpu_models if k == "gpu_models" else facts.get(k) for k in RESUME_MUST_MATCH}
+    models = gpu_models(facts.get("gpus"))
+    return {k: models if k == "gpu_models" else facts.get(k) for k in RESUME_MUST_MATCH}
 
 
 def _resumable_entries(config: pytest.Config, path: Path) -> dict[str, dict[str, Any]]:

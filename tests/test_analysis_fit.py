@@ -204,6 +204,39 @@ def test_method_on_other_machines(figure: str, study_reference: Path, tmp_path: 
     assert s["baseline_study_method"]["max_error_s"] == pytest.approx(study_max_error, abs=0.005)
     assert s["cv"]["max_error_s"] == pytest.approx(cv_max, abs=0.005)
     assert hold["max_error_s"] < s["baseline_study_method"]["max_error_s"] / 4
+    # docs/analysis.md's table: the features the rule chose, the CV MSE, the outliers
+    assert s["features"] == OTHER_MACHINE_FEATURES[figure]
+    assert s["cv"]["mse_s"] == pytest.approx(OTHER_MACHINE_CV_MSE[figure], abs=0.005)
+    outliers = {p: [n.split()[0] for n in notes if "left out as an outlier" in n]
+                for p, notes in s["notes"].items()}
+    assert {p: m for p, m in outliers.items() if m} == OTHER_MACHINE_OUTLIERS[figure]
+    ratio = hold["max_error_s"] / s["baseline_study_method"]["max_error_s"]
+    assert ratio == pytest.approx({"figure-10/gpu1": 0.20, "figure-11/cpu1": 0.15}[figure],
+                                  abs=0.005)
+
+
+_N1 = {"framework_bootstrap": "constant", "tokenizer_init": "vocab_size",
+       "model_loading": "weight_bytes",
+       "torch_compile.dynamo_transform": "compiled_graph_bytes",
+       "torch_compile.compiled_graph_load": "layers", "kv_cache_profiling": "active_params",
+       "cuda_graph_capture": "weight_bytes_x_capture_sizes", "residual": "constant"}
+OTHER_MACHINE_FEATURES = {
+    "figure-10/gpu1": _N1 | {"tokenizer_init": "tokenizer_bytes", "model_loading": "params",
+                             "torch_compile.dynamo_transform": "layers",
+                             "torch_compile.compiled_graph_load": "compiled_graph_bytes",
+                             "kv_cache_profiling": "layers",
+                             "cuda_graph_capture": "params_x_capture_sizes"},
+    "figure-11/cpu1": _N1 | {"tokenizer_init": "tokenizer_bytes",
+                             "torch_compile.dynamo_transform": "layers",
+                             "kv_cache_profiling": "weight_bytes"},
+}
+OTHER_MACHINE_CV_MSE = {"figure-10/gpu1": 0.052, "figure-11/cpu1": 0.418}
+OTHER_MACHINE_OUTLIERS = {
+    "figure-10/gpu1": {"torch_compile.dynamo_transform": ["falcon-7b"],
+                       "residual": ["falcon-7b"]},
+    "figure-11/cpu1": {"framework_bootstrap": ["llama2-13b-hf"],
+                       "torch_compile.dynamo_transform": ["falcon-7b"]},
+}
 
 
 def test_inputs_from_different_machines_are_refused(capsys, study_reference: Path,

@@ -126,8 +126,42 @@ def test_new_year_with_a_line_out_of_order() -> None:
 
 
 def test_a_log_cut_inside_a_phase_marks_that_phase() -> None:
-    cut = read_log(_cut_inside_loading(GPU_0101_LOG))
+    lines = GPU_0101_LOG.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Starting to load model" in line)
+    # cut after "NEW: Initializing Model took" (18:06:18.115), 0.298 s into model loading
+    cut = read_log("\n".join(lines[:start + 2]) + "\n")
     assert cut.state == "failed"
     assert cut.phase_notes["model_loading"] == "unfinished: the log ends inside this phase"
     assert cut.phase_notes["torch_compile"] == "failed before this phase"
-    assert cut.evidence["facts"]["unfinished"] == {"phase": "model_loading", "at_least_s": 0.0}
+    assert cut.evidence["facts"]["unfinished"] == {"phase": "model_loading",
+                                                   "at_least_s": pytest.approx(0.298)}
+
+
+def _engine_renamed(log: str, name: str, pid: int) -> str:
+    return re.sub(r"\((EngineCore\w*) pid=\d+\)", f"({name} pid={pid})", log)
+
+
+def test_a_data_parallel_boot_is_one_boot() -> None:
+    """Two engines (EngineCore_DP0, _DP1) each print 'Initializing a V1 LLM engine'."""
+    dp0 = _engine_renamed(CPU_032_LOG, "EngineCore_DP0", 18949).splitlines()
+    engine = next(line for line in dp0 if "Initializing a V1 LLM engine" in line)
+    i = dp0.index(engine)
+    both = dp0[:i + 1] + [engine.replace("EngineCore_DP0 pid=18949",
+                                         "EngineCore_DP1 pid=18950")] + dp0[i + 1:]
+    assert len(split_boots(both)) == 1
+    # ... while a restart of the same engine is another boot
+    assert len(split_boots(dp0 + dp0)) == 2
+
+
+def test_a_restart_that_reuses_the_pid_keeps_the_previous_boots_lines() -> None:
+    """Containers restart as pid 1 again: the first boot's last front-end lines (its ready
+    line, a request) stay with it, not with the restart."""
+    lines = CPU_032_LOG.splitlines()
+    front = next(line for line in lines if "non-default args" in line)
+    pid = re.search(r"pid=(\d+)", front)[1]
+    tail = [f"(MainProcess pid={pid}) INFO 11-29 09:39:00 [launcher.py:1] Application startup "
+            "complete.",
+            f"(MainProcess pid={pid}) INFO 11-29 09:39:05 [logger.py:1] Received request 1"]
+    boots = split_boots(lines + tail + lines)
+    assert [len(b) for b in boots] == [len(lines) + 2, len(lines)]
+    assert boots[0][-2:] == tail
