@@ -1,0 +1,25 @@
+"""The one front door: ``coldstart VERB [ARGS]`` runs ``python -m MODULE [ARGS]``.
+
+Each verb is the program its module already is (same options, same one-line errors and exit
+codes); the ``python -m`` forms stay. Modules are imported only when their verb runs, so the
+analysis verbs work where vLLM is not installed.
+"""
+
+from __future__ import annotations
+
+# verb -> (module run as __main__, what it does). New programs join here.
+VERBS: dict[str, tuple[str, str]] = {
+    "bench": ("benchmarks", "run the benchmark matrix: pytest benchmarks/ [pytest options]"),
+    "boot": ("harness", "one isolated boot of real vLLM, cut into phases -> BootResult JSON"),
+    "fixtures": ("fixtures", "list or build the model folders the benchmarks boot"),
+    "check": ("benchmarks.check", "check a benchmark JSON: every cell there, checks passed"),
+    "compact": ("benchmarks.compact", "shrink a benchmark JSON for committing"),
+    "overhead": ("benchmarks.overhead", "the probes' cost: probed vs unprobed boots"),
+    "table": ("analysis.table", "a run's phases as a markdown table"),
+    "fit": ("analysis.fit", "PCCs and one regressor per phase from runs -> predictor JSON"),
+    "predict": ("analysis.predict", "predict a model's start-up time from a predictor"),
+    "compare": ("analysis.compare", "compare two runs per cell and phase; gates CI"),
+    "features": ("analysis.features", "a model folder's features (parameters, bytes, layers)"),
+    "ingest": ("analysis.ingest", "read vLLM logs (production, the study's) into BootResults"),
+    "study": ("analysis.study", "the study's published data as runs the analysis reads"),
+}
