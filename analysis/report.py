@@ -27,6 +27,7 @@ import base64
 import html
 import io
 import math
+import re
 import statistics
 import sys
 import time
@@ -350,14 +351,19 @@ def fig_timeline(result: BootResult, title: str) -> str | None:
             rows.append((t.label if lane == 0 else "", t, lane))
     fig, ax = plt.subplots(figsize=(11, 0.28 * len(rows) + 1.3))
     for y, (_, track, lane) in enumerate(rows):
+        if lane == 0 and track.last_s is not None:  # the process's life, first to last record
+            ax.plot([track.first_s, track.last_s], [y, y], color="#cccccc", lw=1, zorder=0)
         for s in track.slices:
             if s.lane != lane:
                 continue
             phase = s.name.split(".")[0]
             color = PHASE_COLORS.get(phase, "#999999")
-            depth_alpha = 0.55 if s.category in ("subphase",) or "." in s.name else 0.95
-            ax.broken_barh([(s.start_s, max(s.end_s - s.start_s, 1e-4))], (y - 0.38, 0.76),
-                           facecolors=color, alpha=depth_alpha, edgecolor="white", linewidth=0.3)
+            # A slice inside another is drawn thinner, from the same baseline, so both show.
+            height = 0.76 * 0.7 ** s.depth
+            ax.broken_barh([(s.start_s, max(s.end_s - s.start_s, 1e-4))], (y + 0.38 - height,
+                                                                           height),
+                           facecolors=color, alpha=0.95 if s.depth == 0 else 0.75,
+                           edgecolor="white", linewidth=0.3, zorder=2 + s.depth)
         if lane == 0:
             logs = [i.t_s for i in track.instants if i.category == "log"]
             if logs:
@@ -478,7 +484,10 @@ def _machine_section(doc: dict[str, Any], cells: list[Cell]) -> list[str]:
 
 def _cell_rows(cells: list[Cell], axes: list[str]
                ) -> tuple[list[str], list[list[str]], list[str]]:
-    headers = ["cell", "state", "rounds", *PHASE_NAMES, RESIDUAL, "ready s", "compile cache seen",
+    from analysis.table import SHORT
+
+    headers = ["cell", "state", "rounds", *(SHORT[p] for p in PHASE_NAMES), RESIDUAL, "ready s",
+               "compile cache seen",
                "weights GB/s", "of floor", "reason / checks failed"]
     rows, classes = [], []
     for c in cells:
@@ -573,7 +582,7 @@ def render_run(path: str | Path) -> str:
         if inner is None:
             inner = ("<p class=note>No events in this result (a compacted run: "
                      "benchmarks.compact drops them), so no timeline.</p>")
-        open_ = " open" if i == 0 else ""
+        open_ = ' open id="first-timeline"' if i == 0 else ""
         body.append(f"<details{open_}><summary class=mono>{esc(c.id)}</summary>{inner}"
                     "</details>")
     body += _machine_section(doc, cells)
@@ -678,19 +687,35 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
     order = {s: i for i, s in enumerate(_STATUS_ORDER)}
     ranked = sorted(changes, key=lambda c: (id(c) not in failing_ids, order.get(c.status, 99),
                                             -abs(c.change_rel or 0)))
+    # Cell ids share most of their fields: name a cell by those that differ (full id on
+    # hover), and say a note every row shares once, above the table.
+    field_start = re.compile("-(?=(?:" + "|".join(compare.CELL_FIELDS) + ")=)")
+    parts = {c.cell: field_start.split(c.cell) for c in changes}
+    common_parts = set.intersection(*(set(v) for v in parts.values())) if parts else set()
+    short = {k: "-".join(x for x in v if x not in common_parts) or k for k, v in parts.items()}
+    notes = {c.note for c in changes}
+    shared_note = notes.pop() if len(notes) == 1 else None
+    preface = []
+    if common_parts:
+        preface.append("<p class=note>Every cell: <code>" + esc(" ".join(
+            x for x in next(iter(parts.values())) if x in common_parts)) + "</code></p>")
+    if shared_note:
+        preface.append(f"<p class=note>Every row: {esc(shared_note)}</p>")
     rows, classes = [], []
     for c in ranked:
-        rows.append([c.cell, c.metric, _num(c.base_median_s), _num(c.new_median_s),
+        rows.append([f'<span class=mono title="{esc(c.cell)}">{esc(short[c.cell])}</span>',
+                     *(esc(x) for x in (c.metric, _num(c.base_median_s), _num(c.new_median_s),
                      "-" if c.change_s is None else f"{c.change_s:+.2f} s",
                      "-" if c.change_rel is None or not math.isfinite(c.change_rel)
                      else f"{100 * c.change_rel:+.1f} %", _num(c.noise_floor_s),
                      f"{c.n_base}/{c.n_new}", _num(c.p_value, "{:.3f}"),
-                     c.status + (" (fails the gate)" if id(c) in failing_ids else ""), c.note])
+                     c.status + (" (fails the gate)" if id(c) in failing_ids else ""),
+                     "" if shared_note else c.note))])
         classes.append(_status_class(c.status, id(c) in failing_ids))
-    body += ["<h2>Every cell and phase, the changes that fail the gate first</h2>",
+    body += ["<h2>Every cell and phase, the changes that fail the gate first</h2>", *preface,
              _table(["cell", "metric", "base median s", "new median s", "change", "relative",
                      "noise floor s", "rounds base/new", "p", "verdict", "note"], rows,
-                    classes=classes)]
+                    classes=classes, raw=True)]
     body.append("<h2>Rounds, base vs new</h2>")
     by_cell: dict[str, tuple[list[BootResult], list[BootResult]]] = {}
     for side, boots in ((0, base), (1, new)):

@@ -65,6 +65,7 @@ class Slice:
     end_s: float
     category: str  # "phase", "subphase", "residual", "call"
     lane: int = 0  # slices on one lane nest; overlapping ones that do not are moved down
+    depth: int = 0  # how many slices of its lane it sits inside
     args: dict[str, Any] = field(default_factory=dict)
 
 
@@ -83,6 +84,7 @@ class Track:
     pid: int
     label: str
     first_s: float
+    last_s: float | None = None
     slices: list[Slice] = field(default_factory=list)
     instants: list[Instant] = field(default_factory=list)
 
@@ -103,8 +105,8 @@ def _assign_lanes(slices: list[Slice]) -> None:
             while stack and stack[-1].end_s <= s.start_s:
                 stack.pop()
             if not stack or s.end_s <= stack[-1].end_s:
+                s.lane, s.depth = lane, len(stack)
                 stack.append(s)
-                s.lane = lane
                 break
         else:
             stacks.append([s])
@@ -143,7 +145,7 @@ def _process_label(pid: int, names: list[str], started_in: str | None, front_end
     elif not named and started_in:
         # An unnamed helper (model inspection, a compile worker): the call that started it
         # says which; its own argv is often just "-m" or "-c".
-        label = f"{label}, started in {started_in}"
+        label = f"helper of {started_in}"
     return f"{label} [pid {pid}]"
 
 
@@ -174,10 +176,15 @@ def boot_tracks(result: BootResult) -> list[Track]:
             first[pid] = min(first.get(pid, t), t)
     front_end = min(first, key=first.get) if first else None
     by_pid: dict[int, Track] = {}
+    last: dict[int, float] = {}
+    for ev in events:
+        t = ev.get("end_s", ev.get("t_s"))
+        if isinstance(ev.get("pid"), int) and isinstance(t, (int, float)):
+            last[ev["pid"]] = max(last.get(ev["pid"], t), t)
     for pid in sorted(first, key=first.get):
         started_in = _innermost_call(tl.calls, round(first[pid] * 1e9), pid)
         by_pid[pid] = Track(pid, _process_label(pid, names.get(pid, []), started_in,
-                                                pid == front_end), first[pid])
+                                                pid == front_end), first[pid], last.get(pid))
     # Results from before calls carried their pid: their calls go on one track of their own.
     for call in tl.calls:
         pid = call["pid"] or UNKNOWN_PID
@@ -225,8 +232,9 @@ def chrome_trace(result: BootResult, *, title: str | None = None) -> dict[str, A
             out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": lane,
                         "args": {"name": what if lane == 0 else f"{what} (overlapping, {lane})"}})
         for s in track.slices:
-            out.append({"ph": "X", "name": s.name, "cat": s.category, "ts": _us(s.start_s),
-                        "dur": _us(s.end_s - s.start_s), "pid": pid, "tid": s.lane,
+            start = _us(s.start_s)
+            out.append({"ph": "X", "name": s.name, "cat": s.category, "ts": start,
+                        "dur": round(_us(s.end_s) - start, 3), "pid": pid, "tid": s.lane,
                         "args": s.args})
         for i in track.instants:
             out.append({"ph": "i", "s": "t", "name": i.name, "cat": i.category,

@@ -7,8 +7,6 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
-
 from analysis import compare
 from analysis.report import main, render_comparison, render_run
 from harness.schema import PHASE_NAMES, read_results
