@@ -152,3 +152,26 @@ def test_the_fit_report_stays_reachable() -> None:
 
     assert report.write_markdown is fit_report.write_markdown
     assert report.print_terminal is fit_report.print_terminal
+
+
+def test_page_cache_pairs_are_drawn_beside_the_storage_floor(tmp_path: Path) -> None:
+    # No committed run has evicted cells yet: the real run's cells relabelled (warm compile
+    # cache -> page cache evicted, with the floor the benchmark records) exercise the section.
+    doc = json.loads(RUN.read_text())
+    for bench in doc["benchmarks"]:
+        bench["params"]["compile_cache"] = "cold"
+        evicted = bench is doc["benchmarks"][1]
+        for entry in [bench["extra_info"], *bench["extra_info"]["rounds"]]:
+            entry["compile_cache"] = "cold"
+            if evicted:
+                entry["page_cache"] = "evicted"
+            entry["evidence"]["weights"]["storage_floor_gbps"] = 0.5 if evicted else 5.0
+        if evicted:
+            bench["params"]["page_cache"] = "evicted"
+        bench["param"] = "-".join(f"{k}={v}" for k, v in bench["params"].items())
+    path = tmp_path / "pagecache.json"
+    path.write_text(json.dumps(doc))
+    page = _Page(render_run(path))
+    assert "page_cache: evicted vs warm" in page.all_text
+    alts = [a.get("alt") for t, a in page.tags if t == "img"]
+    assert "page cache effect on model loading" in alts and "effect of page_cache" in alts
