@@ -206,6 +206,7 @@ def timeline_from_events(events: list[dict[str, Any]]) -> Timeline:
         return round(seconds * 1e9)
 
     records: list[dict[str, Any]] = []
+    unfinished: set[tuple[str, int, int]] = set()
     for ev in events:
         pid, proc = ev.get("pid") or 0, ev.get("process")
         name = ev.get("event")
@@ -215,6 +216,8 @@ def timeline_from_events(events: list[dict[str, Any]]) -> Timeline:
             base = {"e": name, "target": ev.get("target", "?"), "pid": pid, "proc": proc}
             records.append({**base, "t": ns(ev["start_s"]), "k": "start"})
             records.append({**base, "t": ns(ev["end_s"]), "k": "end"})
+            if ev.get("unfinished"):
+                unfinished.add((name, pid, ns(ev["start_s"])))
         elif name == "log" and "t_s" in ev:
             records.append({"t": ns(ev["t_s"]), "e": "log", "k": "log", "pid": pid, "proc": proc,
                             "lvl": ev.get("level"), "logger": ev.get("logger"),
@@ -222,7 +225,13 @@ def timeline_from_events(events: list[dict[str, Any]]) -> Timeline:
         elif "t_s" in ev:
             records.append({"t": ns(ev["t_s"]), "e": name, "k": "mark", "pid": pid, "proc": proc,
                             **{k: ev[k] for k in _MARK_FIELDS if k in ev}})
-    return Timeline.from_records(records, 0)
+    tl = Timeline.from_records(records, 0)
+    # A call the boot died inside was closed at the boot's end; say so again.
+    for call in tl.calls:
+        if (call["event"], call["pid"], call["start"]) in unfinished:
+            call["unfinished"] = True
+            tl.unfinished.append(f"{call['event']} ({call['target']}, pid {call['pid']})")
+    return tl
 
 
 @dataclass
