@@ -297,9 +297,14 @@ def find_boot(path: str | Path, cell: str | None = None) -> tuple[str, BootResul
     return cell, _boot(chosen, f"{path}:{cell}")
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit code 2 (argparse prints the usage too)
+        print(f"harness.trace: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness.trace",
-                                 description=__doc__.split("\n")[0])
+    ap = _Parser(prog="python -m harness.trace", description=__doc__.split("\n")[0])
     ap.add_argument("json", help="a BootResult (python -m harness --out) or a run's JSON")
     ap.add_argument("--cell", help="the cell's id (model=...-loader=...); its median round")
     ap.add_argument("-o", "--out", type=Path, required=True, help="the trace file to write")

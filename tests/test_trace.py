@@ -159,8 +159,9 @@ def test_cli_boot_file_and_cell_of_a_run(boot: BootResult, tmp_path: Path, capsy
     assert main([str(RUN), "--cell", json.loads(RUN.read_text())["benchmarks"][0]["param"],
                  "-o", str(out)]) == 2  # a compacted run holds no events
     assert main([str(tmp_path / "missing.json"), "-o", str(out)]) == 2
+    assert main([str(BOOT)]) == 2  # no -o
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 4 and all(line.startswith("harness.trace: error:") for line in err)
+    assert len(err) == 5 and all(line.startswith("harness.trace: error:") for line in err)
     assert "--cell" in err[0] and "no cell" in err[1] and "no events" in err[2]
 
 
