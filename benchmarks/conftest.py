@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import shlex
 import time
 from pathlib import Path
 from typing import Any
@@ -279,6 +280,8 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
         "schema_version": SCHEMA_VERSION,
         "matrix": config.getoption("matrix"),
         "rounds": config.getoption("rounds"),
+        # What made the run, for the report: pytest's own arguments as given.
+        "command": shlex.join(["pytest", *config.invocation_params.args]),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": platform.node(),
         "pid": os.getpid(),

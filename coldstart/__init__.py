@@ -21,5 +21,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "compare": ("analysis.compare", "compare two runs per cell and phase; gates CI"),
     "features": ("analysis.features", "a model folder's features (parameters, bytes, layers)"),
     "ingest": ("analysis.ingest", "read vLLM logs (production, the study's) into BootResults"),
+    "report": ("analysis.report", "a run, or two runs compared, as one self-contained HTML page"),
+    "trace": ("harness.trace", "a boot (or a run's cell) as Chrome trace-event JSON for Perfetto"),
     "study": ("analysis.study", "the study's published data as runs the analysis reads"),
 }

@@ -42,7 +42,7 @@ from harness.schema import (
     UNFINISHED_PREFIX,
     BootResult,
 )
-from harness.timeline import Timeline, cut_phases, total_s
+from harness.timeline import Timeline, cut_phases, timeline_events, total_s
 
 PROBE_DIR = Path(__file__).parent / "probe"
 CHILD_SCRIPT = Path(__file__).parent / "_child.py"
@@ -561,15 +561,7 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         entrypoint_command=child.get("entrypoint_command",
                                      "LLM(...)" if spec.entrypoint == "offline" else None),
     )
-    events_out = [{"process": p.get("name"), "pid": pid, "event": "process.first_event",
-                   "t_s": (p["first_t"] - t0) / 1e9} for pid, p in tl.processes.items()]
-    for name, ivs in sorted(tl.intervals.items()):
-        for s, e in ivs:
-            events_out.append({"event": name, "start_s": (s - t0) / 1e9, "end_s": (e - t0) / 1e9})
-    for name in ("ready", "first_token"):
-        t = tl.first_mark(name)
-        if t is not None:
-            events_out.append({"event": name, "t_s": (t - t0) / 1e9})
+    events_out = timeline_events(tl)
 
     result = BootResult(
         state="measured" if measured else "failed",

@@ -122,7 +122,11 @@ class BootResult(BaseModel):
     compile_cache_observed: CompileCacheObserved | None = None
     # vLLM's own reported durations (key -> seconds), from its log records.
     log_durations: dict[str, float] = Field(default_factory=dict)
-    # Per-process timeline: {"process", "pid", "event", "t_s"} with t_s relative to boot start.
+    # Per-process timeline, seconds from the launch (harness.timeline.timeline_events):
+    # probed calls {"event", "target", "pid", "process", "start_s", "end_s"}, marks and each
+    # process's first record {"event", "pid", "process", "t_s"}, vLLM's log records
+    # {"event": "log", "pid", "process", "t_s", "level", "logger", "msg"}. The log reader
+    # writes marks only; benchmarks.compact drops them all.
     events: list[dict[str, Any]] = Field(default_factory=list)
     shims: list[str] = Field(default_factory=list)
     error: str | None = None

@@ -79,6 +79,10 @@ class Timeline:
     marks: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     mark_targets: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     logs: list[dict[str, Any]] = field(default_factory=list)
+    # Every record with its process, for the boot's trace: calls as start/end pairs
+    # ({"event", "target", "pid", "start", "end", "unfinished"}) and the marks as recorded.
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    mark_records: list[dict[str, Any]] = field(default_factory=list)
     processes: dict[int, dict[str, Any]] = field(default_factory=dict)
     unfinished: list[str] = field(default_factory=list)
     probe_problems: list[str] = field(default_factory=list)
@@ -122,9 +126,13 @@ class Timeline:
                 if stack:
                     start, start_rec = stack.pop()
                     tl.intervals[event].append((start, t))
+                    tl.calls.append({"event": event, "target": rec["target"], "pid": pid,
+                                     "proc": rec.get("proc"), "start": start, "end": t,
+                                     "unfinished": False})
                     rec = {**rec, "start_t": start, "io_start": start_rec.get("io")}
                 tl.ends[event].append(rec)
             else:
+                tl.mark_records.append(rec)
                 tl.marks[event].append(t)
                 tl.mark_targets[event].append(rec.get("target"))
                 if event in ("probe.missing", "probe.error"):
@@ -132,8 +140,11 @@ class Timeline:
         # A call still open when the boot died ran until the last thing we saw (or, for a
         # boot that was killed, until the kill).
         for (pid, event, target), stack in open_calls.items():
-            for start, _ in stack:
+            for start, start_rec in stack:
                 tl.intervals[event].append((start, end_unfinished_at or last_t))
+                tl.calls.append({"event": event, "target": target, "pid": pid,
+                                 "proc": start_rec.get("proc"), "start": start,
+                                 "end": end_unfinished_at or last_t, "unfinished": True})
                 tl.unfinished.append(f"{event} ({target}, pid {pid})")
         return tl
 
@@ -152,6 +163,77 @@ class Timeline:
         return min(s for s, _ in ivs) if ivs else None
 
 
+# Fields of a mark record kept in a BootResult's events besides its time and process.
+_MARK_FIELDS = ("target", "argv", "ppid", "error")
+
+
+def timeline_events(tl: Timeline) -> list[dict[str, Any]]:
+    """A timeline as a BootResult's ``events``, times in seconds from the boot's launch.
+
+    Enough to replay the phase cut (``timeline_from_events``) and to draw every process:
+    each process's first record, every probed call (``start_s``/``end_s``), every mark and
+    every vLLM log record, each with the pid and process name that wrote it.
+    """
+    def sec(t: int) -> float:
+        return (t - tl.t0) / 1e9
+
+    out: list[dict[str, Any]] = [
+        {"process": p.get("name"), "pid": pid, "event": "process.first_event",
+         "t_s": sec(p["first_t"])} for pid, p in tl.processes.items()]
+    for c in sorted(tl.calls, key=lambda c: (c["start"], -c["end"])):
+        ev = {"event": c["event"], "target": c["target"], "pid": c["pid"],
+              "process": c["proc"], "start_s": sec(c["start"]), "end_s": sec(c["end"])}
+        if c["unfinished"]:
+            ev["unfinished"] = True
+        out.append(ev)
+    for m in tl.mark_records:
+        out.append({"event": m["e"], "pid": m.get("pid"), "process": m.get("proc"),
+                    "t_s": sec(m["t"]), **{k: m[k] for k in _MARK_FIELDS if k in m}})
+    for r in tl.logs:
+        out.append({"event": "log", "pid": r.get("pid"), "process": r.get("proc"),
+                    "t_s": sec(r["t"]), "level": r.get("lvl"), "logger": r.get("logger"),
+                    "msg": r.get("msg")})
+    return out
+
+
+def timeline_from_events(events: list[dict[str, Any]]) -> Timeline:
+    """Replay a BootResult's ``events`` (``timeline_events``) as a Timeline with t0 = 0.
+
+    Events of results written before calls carried their process (no ``pid``) replay under
+    pid 0; ``process.first_event`` entries are not records and are skipped.
+    """
+    def ns(seconds: float) -> int:
+        return round(seconds * 1e9)
+
+    records: list[dict[str, Any]] = []
+    unfinished: set[tuple[str, int, int]] = set()
+    for ev in events:
+        pid, proc = ev.get("pid") or 0, ev.get("process")
+        name = ev.get("event")
+        if name == "process.first_event" or not isinstance(name, str):
+            continue
+        if "start_s" in ev and "end_s" in ev:
+            base = {"e": name, "target": ev.get("target", "?"), "pid": pid, "proc": proc}
+            records.append({**base, "t": ns(ev["start_s"]), "k": "start"})
+            records.append({**base, "t": ns(ev["end_s"]), "k": "end"})
+            if ev.get("unfinished"):
+                unfinished.add((name, pid, ns(ev["start_s"])))
+        elif name == "log" and "t_s" in ev:
+            records.append({"t": ns(ev["t_s"]), "e": "log", "k": "log", "pid": pid, "proc": proc,
+                            "lvl": ev.get("level"), "logger": ev.get("logger"),
+                            "msg": ev.get("msg")})
+        elif "t_s" in ev:
+            records.append({"t": ns(ev["t_s"]), "e": name, "k": "mark", "pid": pid, "proc": proc,
+                            **{k: ev[k] for k in _MARK_FIELDS if k in ev}})
+    tl = Timeline.from_records(records, 0)
+    # A call the boot died inside was closed at the boot's end; say so again.
+    for call in tl.calls:
+        if (call["event"], call["pid"], call["start"]) in unfinished:
+            call["unfinished"] = True
+            tl.unfinished.append(f"{call['event']} ({call['target']}, pid {call['pid']})")
+    return tl
+
+
 @dataclass
 class PhaseCut:
     phases: dict[str, float | None]
@@ -161,6 +243,8 @@ class PhaseCut:
     residual_s: float
     residual_parts_s: dict[str, float]
     owned: dict[str, list[Interval]]
+    # The instants each sub-phase owns (within its phase's), what the trace draws.
+    sub_owned: dict[str, list[Interval]] = field(default_factory=dict)
 
 
 def cut_phases(tl: Timeline, end: int, *, platform: str | None, compile_enabled: bool) -> PhaseCut:
@@ -209,11 +293,16 @@ def cut_phases(tl: Timeline, end: int, *, platform: str | None, compile_enabled:
     residual_s = total_s(residual_ivs)
 
     sub: dict[str, float | None] = {}
+    sub_owned: dict[str, list[Interval]] = {}
 
     def own_sub(name: str, ivs: list[Interval]) -> None:
         phase = name.split(".")[0]
         # A sub-phase counts only the instants its phase owns: never more than its phase.
-        sub[name] = total_s(_intersect(clip(ivs, t0, end), owned[phase])) if ivs else None
+        if not ivs:
+            sub[name] = None
+            return
+        sub_owned[name] = merge(_intersect(clip(ivs, t0, end), owned[phase]))
+        sub[name] = total_s(sub_owned[name])
 
     # framework bootstrap: named stretches of the bootstrap window
     front_start = _first_process_start(tl)
@@ -246,7 +335,8 @@ def cut_phases(tl: Timeline, end: int, *, platform: str | None, compile_enabled:
         rest = subtract(owned["torch_compile"],
                         inductor + tl.intervals.get("torch_compile.compiled_graph_load", []))
         sub["torch_compile.dynamo_transform"] = total_s(rest)
-    return PhaseCut(phases, notes, sub, wall_s, residual_s, dict(parts), owned)
+        sub_owned["torch_compile.dynamo_transform"] = merge(rest)
+    return PhaseCut(phases, notes, sub, wall_s, residual_s, dict(parts), owned, sub_owned)
 
 
 def _intersect(a: list[Interval], b: list[Interval]) -> list[Interval]:
