@@ -89,14 +89,11 @@ def test_holdout_errors(acceptance: dict) -> None:
     assert all(v["inside_interval"] for v in hold["per_model"].values())
 
 
-def test_first_method_reproduced_with_forced_features(tmp_path: Path) -> None:
+def test_first_method_reproduced_with_forced_features(study_reference: Path,
+                                                      tmp_path: Path) -> None:
     """The first method's choices, forced (torch_compile then fitted as one phase), give its
     published result again: MSE 1.557 s^2, max error 2.372 s (gemma-7b)."""
-    from tests.conftest import reference_dir
-
-    ref = reference_dir()
-    if ref is None:
-        pytest.skip("reference data not found at ../shared/reference")
+    ref = study_reference
     first = {"tokenizer_init": "tokenizer_bytes", "torch_compile": "compiled_graph_bytes"}
     argv = ["--study", str(ref / "figures" / "figure-rest"), "--holdout", ",".join(STUDY_HOLDOUT),
             "--out-dir", str(tmp_path), "--json", str(tmp_path / "s.json"), "--quiet",

@@ -274,8 +274,8 @@ def test_timestamps_across_new_year() -> None:
 
 
 def test_study_uncached_run_yi_9b() -> None:
-    # Lines of the study's cold-cache boot of yi-9b (figure-rest/uncached, not shipped in
-    # ../shared); published: torch.compile 31.64, general shape 23.64, kv profiling 4.99.
+    # Lines of the study's cold-cache boot of yi-9b (figure-rest/uncached, whose log the
+    # study did not publish); published: torch.compile 31.64, general shape 23.64, kv profiling 4.99.
     e = "(EngineCore_0 pid=972353) "
     log = "\n".join([
         f"{e}INFO 02-09 17:49:55.010 [core.py:74] Initializing a V1 LLM engine (v0.10.1.1) with "
