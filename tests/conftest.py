@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,31 @@ STUDY_DIR = Path(__file__).resolve().parent / "data" / "study"
 def study_reference() -> Path:
     """The reference study's folder (``tests/data/study``)."""
     return STUDY_DIR
+
+
+# Where every test must run (the analysis-alone job: tox -e analysis, CI), a skip is a check
+# that did not happen: it fails, naming why it would have skipped.
+FORBID_SKIPS_ENV = "COLDSTART_FORBID_SKIPS"
+
+
+def _forbid_skip(report) -> None:
+    if os.environ.get(FORBID_SKIPS_ENV) and report.skipped and not hasattr(report, "wasxfail"):
+        why = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped where no test may skip ({FORBID_SKIPS_ENV} is set): {why}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    _forbid_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    # a module-level pytest.importorskip skips the whole file at collection
+    outcome = yield
+    _forbid_skip(outcome.get_result())
 
 
 # Two start-up logs small enough to read at a glance. GPU_0101_LOG keeps the lines of the

