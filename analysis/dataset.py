@@ -13,10 +13,9 @@ per phase (failed and skipped boots are counted, never fitted).
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 from typing import Any, NamedTuple
 
-from analysis.features import FeatureError, ModelFeatures, from_model_dir
+from analysis.features import ModelFeatures, boot_features
 from harness.schema import PHASE_NAMES, BootResult, gpu_models, read_json, read_results
 
 __all__ = ["CONFIG_FIELDS", "Row", "Dataset", "build_dataset", "config_label", "machine_differences",
@@ -123,21 +122,14 @@ def _median(values: list[float]) -> float | None:
 
 
 def _features_for(r: BootResult, known: dict[str, ModelFeatures],
-                  cache: dict[str, ModelFeatures]) -> ModelFeatures:
+                  cache: dict[tuple[Any, ...], ModelFeatures]) -> ModelFeatures:
     if r.model in known:
         return known[r.model]
-    if r.model_path:
-        key = f"{r.model_path}|{r.platform}|{r.vllm_version}"
-        if key not in cache:
-            compile_dir = r.evidence.get("compile_cache_dir") if r.evidence else None
-            if compile_dir and not Path(compile_dir).is_dir():
-                compile_dir = None
-            cache[key] = from_model_dir(r.model_path, model=r.model, platform=r.platform,
-                                        vllm_version=r.vllm_version,
-                                        compile_cache_dir=compile_dir)
-        return cache[key]
-    raise FeatureError(f"no features for model {r.model!r}: its results have no model_path; "
-                       "give --features FILE")
+    key = (r.model, r.model_path, r.platform, r.vllm_version,
+           (r.evidence or {}).get("compile_cache_dir"))
+    if key not in cache:
+        cache[key] = boot_features(r)
+    return cache[key]
 
 
 def build_dataset(results: list[BootResult], features: dict[str, ModelFeatures],
@@ -150,7 +142,7 @@ def build_dataset(results: list[BootResult], features: dict[str, ModelFeatures],
             not_measured[r.state] = not_measured.get(r.state, 0) + 1
             continue
         groups.setdefault((config_key(r), r.model), []).append(r)
-    cache: dict[str, ModelFeatures] = {}
+    cache: dict[tuple[Any, ...], ModelFeatures] = {}
     rows = []
     for (key, model), boots in groups.items():
         phases = {p: _median([b.phases[p] for b in boots if b.phases.get(p) is not None])

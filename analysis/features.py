@@ -34,6 +34,7 @@ __all__ = [
     "FEATURE_UNITS",
     "FeatureError",
     "ModelFeatures",
+    "boot_features",
     "compiled_graph_bytes_from_cache",
     "default_capture_sizes",
     "feature_value",
@@ -80,10 +81,13 @@ FEATURE_UNITS: dict[str, tuple[float, str]] = {
 
 # vLLM compiles one piecewise graph per decoder layer (plus the pieces before the first and
 # after the last). Without a measured compile cache the size of that code is estimated as
-# layers x this many KiB: the median of compiled_graph_sizes / layers over the 25 models of
-# the reference study's models_config.json (31.55; vLLM 0.10.1.1, H100); tests check it
-# against the file. Architectures differ by about +-30 % around it (MPT 17, OLMoE 36 KiB).
-ESTIMATED_COMPILED_KIB_PER_LAYER = 31.5
+# layers x this many KiB: the median of compiled_graph_sizes / layers over the models of the
+# reference study's models_config.json that its predictor may learn from, i.e. all 25 but the
+# five it held out (analysis.study.STUDY_HOLDOUT): 20 models, median 32.61 (vLLM 0.10.1.1,
+# H100). A constant taken over the held-out models too would carry what they measured into
+# every estimate; tests recompute it from the file. Architectures differ by about +-30 %
+# around it (MPT 17, OLMoE 36 KiB).
+ESTIMATED_COMPILED_KIB_PER_LAYER = 32.6
 
 
 # Architecture class names (as vLLM resolves them, "Resolved architecture: X", and as HF
@@ -661,6 +665,24 @@ def from_model_dir(model_dir: str | Path, *, model: str | None = None,
                    params_by_dtype=params_by_dtype, bytes_by_dtype=bytes_by_dtype)
 
 
+def boot_features(result: Any) -> ModelFeatures:
+    """The features of the model a boot ran: its model folder, and the compile cache the boot
+    left where the harness recorded it and it is still there (``evidence.compile_cache_dir``).
+
+    The one path from a ``BootResult`` to features: ``analysis.dataset`` (what a fit uses) and
+    ``python -m analysis.features`` (the file ``--features`` takes where the model folders are
+    not) both call it, so a fit repeated from that file sees the features the first fit saw.
+    """
+    if not result.model_path:
+        raise FeatureError(f"no features for model {result.model!r}: its results have no "
+                           "model_path; give --features FILE")
+    cache = (result.evidence or {}).get("compile_cache_dir")
+    if not (isinstance(cache, str) and Path(cache).is_dir()):
+        cache = None
+    return from_model_dir(result.model_path, model=result.model, platform=result.platform,
+                          vllm_version=result.vllm_version, compile_cache_dir=cache)
+
+
 # ---------------------------------------------------------------------- the reference study
 def study_entry_features(name: str, entry: dict[str, Any], *, weight_bytes: int | None = None,
                          dtype: str | None = "bfloat16", quantization: str | None = None,
@@ -855,9 +877,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in read_results(path):
             if r.model in out or r.state != "measured" or not r.model_path:
                 continue
-            feats = from_model_dir(r.model_path, model=r.model, platform=r.platform,
-                                   vllm_version=r.vllm_version)
-            out[r.model] = feats.model_dump(mode="json")
+            out[r.model] = boot_features(r).model_dump(mode="json")
     if not out:
         raise FeatureError("no measured boot with a model folder in "
                            f"{', '.join(args.results)}: no features to write")

@@ -125,6 +125,13 @@ SPLIT_PHASES: tuple[str, ...] = ("torch_compile",)
 # are rounded to 0.01 s; "torch.compile takes" can exceed its parts by that).
 SPLIT_TOLERANCE_S = 0.05
 SPLIT_TOLERANCE_FRACTION = 0.02
+# Candidates whose criterion lies within this share of the best one tie, and the one listed
+# first wins. Features proportional on the training models (params and weight_bytes of bf16
+# checkpoints; layers and a compiled-graph size estimated from the layers) give the same
+# lines, their scores differing by float rounding (1e-16 to 1e-5 relative on the CPU run):
+# that noise must not choose. A real difference between two features on 17-19 models is
+# orders of magnitude larger.
+SCORE_TIE_FRACTION = 1e-3
 
 # Subphases whose correlation is reported beside the study's: fitted ones with their own
 # feature; those of a phase fitted as one with the phase's feature.
@@ -338,7 +345,8 @@ def _select(phase: str, rows: list[Row], forced: str | None,
         notes.append("no candidate feature could be cross-validated (a leave-one-out fold "
                      "has a single feature value): fitted as a constant")
         return None, table, notes
-    best = min(scored, key=lambda c: (score[c], usable.index(c)))
+    lowest = min(score[c] for c in scored)
+    best = next(c for c in scored if score[c] <= lowest * (1 + SCORE_TIE_FRACTION))
     table += [{"feature": c, "loo_mse_s2": mse[c], "loo_trimmed_mse_s2": score[c],
                "trimmed": k, "chosen": c == best, "why": ""} for c in scored]
     return best, table, notes

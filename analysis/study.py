@@ -6,7 +6,7 @@ published, per figure, ``comparison_results.json`` files: ``{"labels": [log file
 (``avg_comparison_results.json``), and ``models_config.json`` with per-model features. This
 module turns them into ``BootResult`` records and ``ModelFeatures``:
 
-    python -m analysis.study ../shared/reference/vllm-startup-profiler/figures/figure-rest \\
+    python -m analysis.study tests/data/study/figures/figure-rest \\
         -o study.json --features-out study_features.json
 
 The study's columns map onto our six phases through the log reader's mapping

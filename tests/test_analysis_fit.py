@@ -32,71 +32,115 @@ def acceptance(tmp_path_factory, study_reference: Path) -> dict:
     return {"summary": json.loads((out / "summary.json").read_text()), "out": out}
 
 
-# The study's names, the held-out names in its data, and what this fit gets (vLLM 0.10.1.1,
-# H100 NVL, 17 training models). r is over the points each line is fitted to; torch_compile
-# is fitted as the sum of its two sub-phases, and its r is measured against that sum.
-EXPECTED_PCC = {
-    "tokenizer_init": (0.984, 14, "vocab_size"),
-    "model_loading": (1.000, 14, "weight_bytes"),
-    "torch_compile": (0.971, 15, "sum of sub-phases: dynamo_transform ~ compiled_graph_bytes, "
-                                 "compiled_graph_load ~ layers"),
-    "torch_compile.dynamo_transform": (0.853, 17, "compiled_graph_bytes"),
-    "torch_compile.compiled_graph_load": (0.983, 15, "layers"),
-    "kv_cache_profiling": (0.666, 17, "active_params"),
-    "cuda_graph_capture": (0.870, 17, "weight_bytes_x_capture_sizes"),
-}
+# What the method must keep on the study's data, whatever the digits of the day (a better
+# method keeps them too; tests/test_analysis_fit.py::test_a_fit_moved_toward_the_truth_stays_green
+# shows it):
+# - the held-out MSE of the summed prediction at most the study's 2.42 s^2;
+# - each held-out measured total inside its 95 % prediction interval (the intervals are what
+#   a user is told to trust);
+# - each phase's Pearson r inside its 95 % interval, the interval Fisher's for the r and n
+#   the fit reports, and above 0 (the feature drives the phase);
+# - no line set aside more models than the outlier screening may (20 %), so r is over at least
+#   80 % of the training models;
+# - features chosen on the training models only, the lowest trimmed LOO score winning.
+# The max-error target (the study's 2.08 s) is missed today (docs/analysis.md); no test
+# asserts the miss.
+def _fisher_interval(r: float, n: int) -> tuple[float, float]:
+    from scipy import stats
+
+    half = stats.norm.ppf(0.975) / np.sqrt(n - 3)
+    z = np.arctanh(min(r, 1 - 1e-15))
+    return float(np.tanh(z - half)), float(np.tanh(z + half))
 
 
-def test_pcc_beside_the_study(acceptance: dict) -> None:
-    pcc = acceptance["summary"]["pcc"]
-    for phase, (r, n, feature) in EXPECTED_PCC.items():
-        assert pcc[phase]["r"] == pytest.approx(r, abs=0.005), phase
-        assert pcc[phase]["n"] == n and pcc[phase]["feature"] == feature, phase
-        assert pcc[phase]["ci_low"] <= pcc[phase]["r"] <= pcc[phase]["ci_high"]
-    assert pcc["torch_compile"]["outliers"] == ["granite4.0-h-32b", "granite4.0-h-3b"]
-    study = {f.phase: f.pcc for f in STUDY_REPORTED["pcc"]}
-    assert set(study) <= set(pcc)
-    assert pcc["framework_bootstrap"]["feature"] == "constant"
+def _check_pcc(pcc: dict, phases) -> None:
+    from analysis.model import screening_budget
+
+    for phase in phases:
+        v = pcc[phase]
+        assert v["ci_low"] <= v["r"] <= v["ci_high"], phase
+        if v["r"] < 1 - 1e-9:  # r = 1 has a zero-width interval
+            low, high = _fisher_interval(v["r"], v["n"])
+            assert v["ci_low"] == pytest.approx(low, abs=1e-6), phase
+            assert v["ci_high"] == pytest.approx(high, abs=1e-6), phase
+        assert v["ci_low"] > 0, (phase, v)
+        assert v["n"] >= v["n_all"] - screening_budget(v["n_all"], 0.05), (phase, v)
 
 
-# Predicted / measured seconds of the held-out five (docs/analysis.md).
-EXPECTED_HOLDOUT = {"falcon-11b": (71.42, 69.21), "gemma-7b": (52.23, 53.50),
-                    "llama3-3b": (33.26, 33.41), "mistral-7b": (49.67, 48.94),
-                    "qwen-7b": (51.07, 51.20)}
+def _check_acceptance(summary: dict) -> None:
+    from analysis.fit import CANDIDATE_FEATURES
 
-
-def test_holdout_errors(acceptance: dict) -> None:
-    hold = acceptance["summary"]["holdout"]
+    hold = summary["holdout"]
     assert set(hold["per_model"]) == set(STUDY_HOLDOUT)
-    # What this white-box fit gets (method 2, evaluated once on the five); the study reports
-    # MSE 2.42 s^2 and max error 2.08 s.
-    assert hold["mse_s"] == pytest.approx(1.413, abs=0.01)
-    assert hold["mae_s"] == pytest.approx(0.898, abs=0.01)
-    assert hold["max_error_s"] == pytest.approx(2.208, abs=0.01)
-    for name, (predicted, measured) in EXPECTED_HOLDOUT.items():
-        v = hold["per_model"][name]
-        assert v["predicted_s"] == pytest.approx(predicted, abs=0.01), name
-        assert v["measured_s"] == pytest.approx(measured, abs=0.01), name
     assert hold["mse_s"] <= STUDY_REPORTED["holdout_mse_s2"]
-    # Honest: the max error is still above the study's 2.08 s, now falcon-11b's (its model
-    # loading +1.7 s, its 60 layers' graph loading +0.7 s), no longer gemma-7b's compile.
-    assert hold["max_error_s"] > STUDY_REPORTED["holdout_max_error_s"]
-    worst = max(hold["per_model"], key=lambda n: abs(hold["per_model"][n]["error_s"]))
-    assert worst == "falcon-11b"
-    gemma = hold["per_model"]["gemma-7b"]["phases"]["torch_compile"]
-    assert gemma["predicted_s"] == pytest.approx(7.84, abs=0.01)
-    assert gemma["measured_s"] == pytest.approx(9.04, abs=0.01)
-    assert all(v["inside_interval"] for v in hold["per_model"].values())
+    for name, v in hold["per_model"].items():
+        assert v["low_s"] <= v["measured_s"] <= v["high_s"], name
+        assert v["inside_interval"], name
+    # every phase the study gives a PCC for, and the split phase as a whole
+    _check_pcc(summary["pcc"], [f.phase for f in STUDY_REPORTED["pcc"]] + ["torch_compile"])
+    assert not set(STUDY_HOLDOUT) & set(summary["train"])
+    for target, table in summary["selection"].items():
+        scored = [t for t in table if t["loo_trimmed_mse_s2"] is not None]
+        assert all(t["feature"] in CANDIDATE_FEATURES.get(target, ()) for t in table), target
+        if scored:
+            (chosen,) = [t for t in scored if t["chosen"]]
+            assert chosen["feature"] == summary["features"][target]
+            best = min(t["loo_trimmed_mse_s2"] for t in scored)
+            assert chosen["loo_trimmed_mse_s2"] <= best * (1 + 1e-3), target
 
 
-def test_first_method_reproduced_with_forced_features(tmp_path: Path) -> None:
-    """The first method's choices, forced (torch_compile then fitted as one phase), give its
-    published result again: MSE 1.557 s^2, max error 2.372 s (gemma-7b)."""
-    from tests.conftest import reference_dir
+def test_the_fit_keeps_the_bounds_on_the_study(acceptance: dict) -> None:
+    _check_acceptance(acceptance["summary"])
+    s = acceptance["summary"]
+    assert s["pcc"]["framework_bootstrap"]["feature"] == "constant"
+    assert s["pcc"]["torch_compile"]["feature"].startswith("sum of sub-phases")
+    # the hybrid Mamba models are what the depth line sets aside (docs/analysis.md)
+    assert set(s["pcc"]["torch_compile"]["outliers"]) <= {"granite4.0-h-32b", "granite4.0-h-3b"}
+    assert s["cv"]["n"] == 17 and set(s["cv"]) >= {"mse_s", "rmse_s", "max_error_s", "mape"}
 
-    ref = reference_dir()
-    if ref is None:
-        pytest.skip("reference data not found at ../shared/reference")
+
+def test_a_fit_moved_toward_the_truth_stays_green(study_reference: Path, acceptance: dict,
+                                                  tmp_path: Path, monkeypatch) -> None:
+    """Every phase prediction moved halfway toward what the model measured (held-out and
+    cross-validation folds alike): a better method. The bounds hold; the errors are smaller."""
+    import analysis.fit as fit_module
+    from analysis.model import Prediction, combine_predictions
+    from analysis.study import read_study
+
+    measured = {}
+    for r in read_study(study_reference / "figures" / "figure-rest").results:
+        measured[r.model] = {**r.phases, **r.subphases, "residual": r.residual_s}
+    original = fit_module._predict_row
+
+    def closer(models, features, alpha=0.05):
+        parts, _ = original(models, features, alpha)
+        truth = measured.get(features.model, {})
+        moved = {}
+        for name, p in parts.items():
+            shift = 0.0 if truth.get(name) is None else (truth[name] - p.mean_s) / 2
+            moved[name] = Prediction(p.mean_s + shift, p.low_s + shift, p.high_s + shift,
+                                     p.variance_s2, p.df, p.extrapolated)
+        return moved, combine_predictions(list(moved.values()), alpha)
+
+    monkeypatch.setattr(fit_module, "_predict_row", closer)
+    argv = ["--study", str(study_reference / "figures" / "figure-rest"),
+            "--holdout", ",".join(STUDY_HOLDOUT), "--out-dir", str(tmp_path),
+            "--json", str(tmp_path / "s.json"), "--quiet", "--no-plots"]
+    assert fit_main(argv) == 0
+    better = json.loads((tmp_path / "s.json").read_text())
+    _check_acceptance(better)
+    before = acceptance["summary"]
+    assert better["holdout"]["mse_s"] < before["holdout"]["mse_s"]
+    assert better["holdout"]["max_error_s"] < before["holdout"]["max_error_s"]
+    assert better["cv"]["mse_s"] < before["cv"]["mse_s"]
+
+
+def test_first_method_with_its_forced_features_keeps_the_mse_bound(study_reference: Path,
+                                                                   tmp_path: Path) -> None:
+    """The first method's choices, forced: torch_compile is then fitted as one phase on the
+    forced feature, and the held-out MSE stays within the study's (docs/analysis.md gives its
+    figures)."""
+    ref = study_reference
     first = {"tokenizer_init": "tokenizer_bytes", "torch_compile": "compiled_graph_bytes"}
     argv = ["--study", str(ref / "figures" / "figure-rest"), "--holdout", ",".join(STUDY_HOLDOUT),
             "--out-dir", str(tmp_path), "--json", str(tmp_path / "s.json"), "--quiet",
@@ -104,69 +148,39 @@ def test_first_method_reproduced_with_forced_features(tmp_path: Path) -> None:
     assert fit_main(argv) == 0
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["split"] == {} and s["features"]["torch_compile"] == "compiled_graph_bytes"
-    assert s["holdout"]["mse_s"] == pytest.approx(1.557, abs=0.01)
-    assert s["holdout"]["max_error_s"] == pytest.approx(2.372, abs=0.01)
+    assert s["features"]["tokenizer_init"] == "tokenizer_bytes"
+    assert s["holdout"]["mse_s"] <= STUDY_REPORTED["holdout_mse_s2"]
 
 
 def test_study_method_baseline_reproduced(acceptance: dict) -> None:
+    # The study's own features and method on this data (a fixed reference computation, not
+    # this suite's method: a change of ours leaves it as it is).
     base = acceptance["summary"]["baseline_study_method"]
-    # The issue's measurement: the study's features and method on this data.
     assert base["mse_s"] == pytest.approx(25.3, abs=0.1)
     assert base["mae_s"] == pytest.approx(3.9, abs=0.05)
     assert base["max_error_s"] == pytest.approx(9.5, abs=0.05)
     assert len(base["train"]) == 13  # the dense training models
-
-
-def test_features_chosen_on_training_models_only(acceptance: dict) -> None:
-    s = acceptance["summary"]
-    assert not set(STUDY_HOLDOUT) & set(s["train"])
-    assert s["features"] == {
-        "framework_bootstrap": "constant", "tokenizer_init": "vocab_size",
-        "model_loading": "weight_bytes",
-        "torch_compile.dynamo_transform": "compiled_graph_bytes",
-        "torch_compile.compiled_graph_load": "layers",
-        "kv_cache_profiling": "active_params",
-        "cuda_graph_capture": "weight_bytes_x_capture_sizes", "residual": "constant"}
-    assert s["split"] == {"torch_compile": ["torch_compile.dynamo_transform",
-                                            "torch_compile.compiled_graph_load"]}
-    for phase, table in s["selection"].items():
-        scored = [t for t in table if t["loo_trimmed_mse_s2"] is not None]
-        if scored:
-            best = min(scored, key=lambda t: t["loo_trimmed_mse_s2"])
-            assert best["chosen"], phase
-            assert all(t["trimmed"] == 3 for t in scored)  # 20 % of 17 models
-    # The trimmed criterion on the training models (docs/analysis.md, method change 2).
-    trimmed = {(p, t["feature"]): t["loo_trimmed_mse_s2"] for p, table in s["selection"].items()
-               for t in table}
-    assert trimmed[("torch_compile.compiled_graph_load", "layers")] == pytest.approx(0.0397,
-                                                                                   abs=0.001)
-    assert trimmed[("torch_compile.compiled_graph_load", "compiled_graph_bytes")] == \
-        pytest.approx(0.0965, abs=0.001)
-    assert trimmed[("torch_compile.dynamo_transform", "compiled_graph_bytes")] == \
-        pytest.approx(0.461, abs=0.005)
-    assert trimmed[("torch_compile.dynamo_transform", "layers")] == pytest.approx(0.587,
-                                                                                abs=0.005)
-    cv = s["cv"]
-    assert cv["n"] == 17 and set(cv) >= {"mse_s", "rmse_s", "max_error_s", "mape"}
-    assert cv["mse_s"] == pytest.approx(783.0, abs=1.0)
-    assert cv["excluding_outliers"]["n"] == 12
-    assert cv["excluding_outliers"]["mse_s"] == pytest.approx(0.379, abs=0.01)
+    # what the white-box method is for: it does better than the study's on the same data
+    assert acceptance["summary"]["holdout"]["mse_s"] < base["mse_s"]
 
 
 def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
     out = acceptance["out"]
-    notes = acceptance["summary"]["notes"]
-    assert any("poor fit" in n for n in notes["kv_cache_profiling"])
-    assert any("granite4.0-h-32b" in n and "outlier" in n for n in notes["model_loading"])
+    s = acceptance["summary"]
+    assert any("granite4.0-h-32b" in n and "outlier" in n for n in s["notes"]["model_loading"])
     md = (out / "report.md").read_text()
-    assert "Where the fit is poor" in md and "0.92 (KV profiling)" in md
-    for phase in ("model_loading", "torch_compile.dynamo_transform",
-                  "torch_compile.compiled_graph_load", "kv_cache_profiling"):
-        assert (out / f"phase_{phase}.png").stat().st_size > 1000
+    assert "Where the fit is poor" in md
+    # a line whose r falls short of the study's is named there with the study's figure
+    for fig in STUDY_REPORTED["pcc"]:
+        if s["pcc"][fig.phase]["r"] < fig.pcc - 0.05:
+            assert f"{fig.pcc:.2f} ({fig.study_name})" in md, fig
+    for phase in s["features"]:
+        if phase in s["pcc"] and s["pcc"][phase]["feature"] != "constant":
+            assert (out / f"phase_{phase}.png").stat().st_size > 1000, phase
     predictor = json.loads((out / "predictor.json").read_text())
     assert predictor["predictor_schema_version"] == 2
     phase = predictor["groups"][0]["phases"]["model_loading"]
-    assert phase["feature"] == "weight_bytes" and len(phase["covariance"]) == 2
+    assert phase["feature"] == s["features"]["model_loading"] and len(phase["covariance"]) == 2
 
 
 # ------------------------------------------------ the same method on two other machines' data
@@ -175,68 +189,31 @@ def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
 # chosen on these data: the rule (candidates, trimmed LOO choice, screening, split) is the one
 # decided on figure-rest's training models, run again on each machine's data. Their figures
 # publish averages only, so the model facts come from figure-rest's logs (--study-logs).
-# (model_loading feature, held-out max error s, the study's method's max error s, CV max s)
-OTHER_MACHINES = {
-    "figure-10/gpu1": ("params", {"llama3-3b": (22.75, 22.47), "qwen-7b": (25.25, 25.36)},
-                       0.284, 1.394, 0.424),
-    "figure-11/cpu1": ("weight_bytes", {"llama3-3b": (25.39, 25.36), "qwen-7b": (28.61, 28.36)},
-                       0.254, 1.641, 1.120),
-}
+OTHER_MACHINES = ("figure-10/gpu1", "figure-11/cpu1")
 
 
-@pytest.mark.parametrize("figure", sorted(OTHER_MACHINES))
+@pytest.mark.parametrize("figure", OTHER_MACHINES)
 def test_method_on_other_machines(figure: str, study_reference: Path, tmp_path: Path) -> None:
-    loading, expected, max_error, study_max_error, cv_max = OTHER_MACHINES[figure]
+    from analysis.model import screening_budget
+
     figures = study_reference / "figures"
     argv = ["--study", str(figures / figure), "--study-logs", str(figures / "figure-rest"),
             "--holdout", "llama3-3b,qwen-7b", "--out-dir", str(tmp_path), "--json",
             str(tmp_path / "s.json"), "--quiet", "--no-plots"]
     assert fit_main(argv) == 0
     s = json.loads((tmp_path / "s.json").read_text())
-    assert len(s["train"]) == 9 and s["features"]["model_loading"] == loading
+    assert len(s["train"]) == 9
     hold = s["holdout"]
-    for name, (predicted, measured) in expected.items():
-        v = hold["per_model"][name]
-        assert v["predicted_s"] == pytest.approx(predicted, abs=0.01), name
-        assert v["measured_s"] == pytest.approx(measured, abs=0.01), name
+    assert set(hold["per_model"]) == {"llama3-3b", "qwen-7b"}
+    for name, v in hold["per_model"].items():
         assert v["inside_interval"], name
-    assert hold["max_error_s"] == pytest.approx(max_error, abs=0.005)
-    assert s["baseline_study_method"]["max_error_s"] == pytest.approx(study_max_error, abs=0.005)
-    assert s["cv"]["max_error_s"] == pytest.approx(cv_max, abs=0.005)
+    # docs/analysis.md: a fifth of the study's method's max error or less on the same data
     assert hold["max_error_s"] < s["baseline_study_method"]["max_error_s"] / 4
-    # docs/analysis.md's table: the features the rule chose, the CV MSE, the outliers
-    assert s["features"] == OTHER_MACHINE_FEATURES[figure]
-    assert s["cv"]["mse_s"] == pytest.approx(OTHER_MACHINE_CV_MSE[figure], abs=0.005)
-    outliers = {p: [n.split()[0] for n in notes if "left out as an outlier" in n]
-                for p, notes in s["notes"].items()}
-    assert {p: m for p, m in outliers.items() if m} == OTHER_MACHINE_OUTLIERS[figure]
-    ratio = hold["max_error_s"] / s["baseline_study_method"]["max_error_s"]
-    assert ratio == pytest.approx({"figure-10/gpu1": 0.20, "figure-11/cpu1": 0.15}[figure],
-                                  abs=0.005)
-
-
-_N1 = {"framework_bootstrap": "constant", "tokenizer_init": "vocab_size",
-       "model_loading": "weight_bytes",
-       "torch_compile.dynamo_transform": "compiled_graph_bytes",
-       "torch_compile.compiled_graph_load": "layers", "kv_cache_profiling": "active_params",
-       "cuda_graph_capture": "weight_bytes_x_capture_sizes", "residual": "constant"}
-OTHER_MACHINE_FEATURES = {
-    "figure-10/gpu1": _N1 | {"tokenizer_init": "tokenizer_bytes", "model_loading": "params",
-                             "torch_compile.dynamo_transform": "layers",
-                             "torch_compile.compiled_graph_load": "compiled_graph_bytes",
-                             "kv_cache_profiling": "layers",
-                             "cuda_graph_capture": "params_x_capture_sizes"},
-    "figure-11/cpu1": _N1 | {"tokenizer_init": "tokenizer_bytes",
-                             "torch_compile.dynamo_transform": "layers",
-                             "kv_cache_profiling": "weight_bytes"},
-}
-OTHER_MACHINE_CV_MSE = {"figure-10/gpu1": 0.052, "figure-11/cpu1": 0.418}
-OTHER_MACHINE_OUTLIERS = {
-    "figure-10/gpu1": {"torch_compile.dynamo_transform": ["falcon-7b"],
-                       "residual": ["falcon-7b"]},
-    "figure-11/cpu1": {"framework_bootstrap": ["llama2-13b-hf"],
-                       "torch_compile.dynamo_transform": ["falcon-7b"]},
-}
+    assert hold["mse_s"] <= STUDY_REPORTED["holdout_mse_s2"]
+    # the screening leaves at most 20 % of the 9 training models out of any line
+    for phase, notes in s["notes"].items():
+        dropped = [n for n in notes if "left out as an outlier" in n]
+        assert len(dropped) <= screening_budget(9, 0.05), (phase, dropped)
 
 
 def test_inputs_from_different_machines_are_refused(capsys, study_reference: Path,

@@ -17,18 +17,12 @@ from analysis.study import (
     study_model_name,
 )
 from harness.schema import PHASE_NAMES, SchemaError, read_results
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, STUDY_DIR
 
 
 @pytest.fixture(scope="module")
 def figure_rest() -> Path:
-    from tests.conftest import reference_dir
-
-    found = reference_dir()
-    if found is None:
-        pytest.skip("reference data not found at ../shared/reference (CI keeps ../shared "
-                    "beside the clone)")
-    return found / "figures" / "figure-rest"
+    return STUDY_DIR / "figures" / "figure-rest"
 
 
 @pytest.fixture(scope="module")
@@ -156,3 +150,22 @@ def test_model_facts_from_another_figures_logs(figure_rest: Path) -> None:
     assert logged.params == pytest.approx(8.83e9, rel=0.01)
     with pytest.raises(SchemaError, match="no study boot logs"):
         read_study(gpu1, logs=gpu1)
+
+
+def test_the_study_data_is_the_snapshot_its_manifest_names() -> None:
+    """tests/data/study is kept byte for byte: every file MANIFEST.sha256 lists, with its
+    SHA-256, and no file it does not list (a copy that lost or gained a log would change what
+    the log-reader and fit tests check without a word)."""
+    import hashlib
+
+    manifest = {}
+    for line in (STUDY_DIR / "MANIFEST.sha256").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        manifest[name] = digest
+    kept = {"README.md", "MANIFEST.sha256", ".gitattributes"}
+    present = {p.relative_to(STUDY_DIR).as_posix() for p in STUDY_DIR.rglob("*")
+               if p.is_file()} - kept
+    assert present == set(manifest)
+    for name, digest in manifest.items():
+        assert hashlib.sha256((STUDY_DIR / name).read_bytes()).hexdigest() == digest, name
+    assert len(manifest) == 58

