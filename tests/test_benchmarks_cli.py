@@ -17,7 +17,7 @@ from benchmarks.matrix import select
 from harness.schema import read_results
 
 REPO = Path(__file__).resolve().parents[1]
-ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches", "warm",
+ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "off", "--page-caches", "warm",
             "--entrypoints", "offline"]
 
 
@@ -35,7 +35,10 @@ def test_a_failed_cell_is_in_the_json_with_its_reason(tmp_path):
     (result,) = read_results(out)
     assert result.state == "failed" and "timed out" in result.error
     doc = json.loads(out.read_text())
-    assert doc["benchmarks"][0]["extra_info"]["checks_failed"]
+    # no round measured: no time for pytest-benchmark's statistics, so the cell is kept
+    # beside them, with the checks it failed
+    assert doc["benchmarks"] == []
+    assert doc["coldstart"]["unrecorded"][0]["checks_failed"]
     assert doc["machine_info"]["coldstart"]["platform"] == "cpu"
     # the same record was written as the cell ended
     (line,) = Path(f"{out}.cells.jsonl").read_text().splitlines()
@@ -80,9 +83,41 @@ def test_a_value_named_twice_is_one_cell():
     assert "entrypoint=offline]" in proc.stdout
 
 
-def test_the_smoke_matrix_is_what_the_readme_says():
+def test_the_smoke_matrix_holds_every_value_of_every_axis():
+    from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES
+
     cells = select("smoke")
-    offline = [c for c in cells if c.entrypoint == "offline"]
-    assert len(offline) == 12 and {c.model for c in cells} == {"smollm2-135m"}
-    assert [c for c in cells if c.entrypoint == "serve"]
+    assert {c.model for c in cells} == {"smollm2-135m"}
+    for axis, values in (("loader", LOADERS), ("compile_cache", COMPILE_CACHE_MODES),
+                         ("page_cache", PAGE_CACHE_MODES), ("entrypoint", ENTRYPOINTS)):
+        assert {getattr(c, axis) for c in cells} == set(values), axis
+    # The README promises a 2-core machine of either kind the matrix within 20 minutes. The
+    # slowest boots of SmolLM2-135M measured (issue 10, a 2-core Intel Xeon with AMX-BF16,
+    # the slower kind): cold compile up to 172 s, warm up to 134 s; an eager boot skips the
+    # compile, so no longer than a warm one. 5 of the 20 minutes are left for what is not a
+    # boot (evictions, storage floors, the tensorizer fixture, pytest's start).
+    worst_s = {"cold": 172, "warm": 134, "off": 134}
+    assert sum(worst_s[c.compile_cache] for c in cells) <= 15 * 60
     assert len(select("scaling")) >= 6
+
+
+def test_each_warm_smoke_cell_reuses_the_cache_of_a_cold_cell_before_it(tmp_path):
+    """No unmeasured priming boot in the smoke matrix: the compile cache a cold cell keeps is
+    keyed without the page-cache state (the compile does not read it), so a warm cell in
+    another page-cache state finds it, as long as the cold cell runs first."""
+    from harness.boot import BootSpec
+
+    def key(cell):
+        return BootSpec(model=cell.model, model_path=tmp_path, loader=cell.loader,
+                        compile_cache=cell.compile_cache, page_cache=cell.page_cache,
+                        entrypoint=cell.entrypoint).compile_cache_key()
+
+    cells = select("smoke")
+    warm = [i for i, c in enumerate(cells) if c.compile_cache == "warm"]
+    assert warm
+    for i in warm:
+        assert any(c.compile_cache == "cold" and key(c) == key(cells[i]) for c in cells[:i])
+    # the key does not ignore what a compile does depend on
+    cell = cells[warm[0]]
+    assert key(cell) != key(cell.__class__(cell.model, "runai_streamer", cell.compile_cache,
+                                           cell.page_cache, cell.entrypoint))

@@ -20,9 +20,9 @@ from benchmarks.matrix import Cell, split_values
 from harness.schema import BootResult, benchmark_entry, new_document, read_results
 
 REPO = Path(__file__).resolve().parents[1]
-ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches", "warm",
+ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches", "evicted",
             "--entrypoints", "offline"]
-CELL = Cell("smollm2-135m", "safetensors", "cold", "warm", "offline")
+CELL = Cell("smollm2-135m", "safetensors", "cold", "evicted", "offline")
 
 
 def _run_cells(tmp_path: Path, rounds: str, *args: str, faults: str = "",
@@ -58,8 +58,36 @@ def test_all_rounds_measured_pass_and_leave_no_work_folder(tmp_path):
     assert entry["stats"]["rounds"] == 3
     assert entry["extra_info"]["checks_failed"] == []
     assert entry["extra_info"]["wall_s"] == 10.75  # round 2 of 9.75, 10.75, 11.75 s
+    # pytest-benchmark's statistics are the boots' own times, not its timing of each round
+    # (microseconds here: the boots are scripted)
+    assert entry["stats"]["data"] == [9.75, 10.75, 11.75]
+    assert entry["stats"]["median"] == 10.75 and entry["stats"]["min"] == 9.75
+    assert entry["options"]["timer"] == compact.STATS_TIMER
     assert len(record["rounds"]) == 3
     assert not any(Path(r["evidence"]["work_dir"]).exists() for r in record["rounds"])
+
+
+def test_a_failed_round_enters_the_statistics_as_no_time(tmp_path):
+    proc, doc, record = _run(tmp_path, "measured,failed,measured", "--rounds", "3")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    (entry,) = doc["benchmarks"]
+    # rounds 1 and 3 booted in 9.75 and 11.75 s; round 2's failed boot was timed by
+    # pytest-benchmark too, and is left out
+    assert entry["stats"]["data"] == [9.75, 11.75] and entry["stats"]["rounds"] == 2
+    assert [r["state"] for r in entry["extra_info"]["rounds"]] == ["measured", "failed",
+                                                                   "measured"]
+    assert entry["extra_info"]["checks_failed"] == [
+        "1 of 3 rounds not measured: ['RuntimeError: engine core died']"]
+
+
+def test_a_cell_with_no_measured_round_has_no_statistics_and_is_unrecorded(tmp_path):
+    proc, doc, record = _run(tmp_path, "failed,failed", "--rounds", "2")
+    assert proc.returncode == 1, proc.stdout[-3000:]
+    assert doc["benchmarks"] == []
+    (result,) = doc["coldstart"]["unrecorded"]
+    assert result["state"] == "failed" and result["error"] == "RuntimeError: engine core died"
+    assert result["checks_failed"] == record["checks_failed"] != []
+    assert check.main([str(tmp_path / "out.json"), *ONE_CELL, "--allow-failed"]) == 1
 
 
 @pytest.mark.parametrize("last, state, reason", [
@@ -196,7 +224,7 @@ def test_check_reads_axis_values_as_pytest_does(tmp_path, capsys):
     doc["benchmarks"][0]["extra_info"]["checks_failed"] = []
     path.write_text(json.dumps(doc))
     spaced = ["--loaders", " safetensors ", "--compile-caches", "cold, ", "--page-caches",
-              " warm", "--entrypoints", "offline ,"]
+              " evicted", "--entrypoints", "offline ,"]
     assert check.main([str(path), *spaced]) == 0
     assert f"{CELL.id}: measured, ready in 8.8 s" in capsys.readouterr().out
     assert split_values(" a , b,,", "loaders") == ["a", "b"]
@@ -226,8 +254,9 @@ def test_a_cell_without_a_measured_round_is_recorded_by_its_failed_boot() -> Non
 
 # ---------------------------------------------------------------- a run stopped midway
 
-TWO_CELLS = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches",
-             "warm,evicted", "--entrypoints", "offline"]
+# the smoke matrix's compile-cache pair, in the order it runs them
+TWO_CELLS = ["--loaders", "safetensors", "--compile-caches", "cold,warm", "--page-caches",
+             "evicted,warm", "--entrypoints", "offline"]
 
 
 @pytest.mark.parametrize("stop, reason", [
@@ -238,12 +267,12 @@ def test_a_run_stopped_in_a_cells_first_round_keeps_the_cells_before_it(tmp_path
     proc, doc, records = _run_cells(tmp_path, f"measured;{stop}", cells=TWO_CELLS)
     assert proc.returncode == 2, proc.stdout[-3000:]  # pytest's "interrupted"
     assert "min() arg is an empty sequence" not in proc.stdout + proc.stderr
-    first, stopped = (Cell("smollm2-135m", "safetensors", "cold", pc) for pc in
-                      ("warm", "evicted"))
+    first = Cell("smollm2-135m", "safetensors", "cold", "evicted")
+    stopped = Cell("smollm2-135m", "safetensors", "warm", "warm")
     (entry,) = doc["benchmarks"]
     assert entry["param"] == first.id and entry["extra_info"]["checks_failed"] == []
     (result,) = doc["coldstart"]["unrecorded"]
-    assert result["model"] == stopped.model and result["page_cache"] == "evicted"
+    assert result["model"] == stopped.model and result["compile_cache"] == "warm"
     assert result["state"] == "failed" and result["error"] == reason
     assert result["checks_failed"] == [reason]
     assert [r["cell"] for r in records] == [first.id, stopped.id]
