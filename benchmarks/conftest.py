@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from benchmarks.compact import STATS_TIMER, measured_walls, wall_stats
-from benchmarks.matrix import AXES, AXIS_OPTIONS, MATRICES, Cell, select, split_values
+from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
@@ -50,8 +50,9 @@ RESUME_MUST_MATCH = ("platform", "vllm", "torch", "cpu_model", "cpu_count", "gpu
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("vllm-coldstart", "vLLM cold-start benchmark matrix")
-    group.addoption("--matrix", default="smoke", choices=sorted(MATRICES),
-                    help="which matrix to run (default: smoke)")
+    group.addoption("--matrix", default="smoke",
+                    help=f"which matrix to run: {', '.join(BUILT_IN)} (benchmarks/matrices/), "
+                         "or a matrix file's path (default: smoke)")
     for axis, option in AXIS_OPTIONS.items():
         group.addoption(f"--{option}", dest=f"coldstart_{axis}", default=None,
                         help=f"comma-separated values: narrow the {axis} axis")

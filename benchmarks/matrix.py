@@ -8,7 +8,7 @@ are matched across vLLM releases by that id.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from itertools import product
+from pathlib import Path
 
 from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, cell_id
 
@@ -18,19 +18,10 @@ AXIS_OPTIONS: dict[str, str] = {"model": "models", "loader": "loaders",
                                 "compile_cache": "compile-caches", "page_cache": "page-caches",
                                 "entrypoint": "entrypoints"}
 REAL_MODEL = "smollm2-135m"
-
-# Models of the scaling matrix: sizes, depths and vocabularies far enough apart for the PCCs
-# and the per-phase fits (fixtures/catalog.py says what each one is).
-SCALING_MODELS: tuple[str, ...] = (
-    "rand-smollm2-135m-l4",
-    "rand-smollm2-135m-l15",
-    "rand-smollm2-135m-l30",
-    "rand-smollm2-360m",
-    "rand-qwen2.5-0.5b-l6",
-    "rand-qwen2.5-0.5b-l12",
-    "rand-qwen2.5-0.5b",
-    "rand-llama3.2-1b",
-)
+# The built-in matrices are matrix files (benchmarks/matrices/NAME.yaml, read by
+# benchmarks.matrixfile), named on the command line by NAME; --matrix also takes a file's path.
+MATRIX_DIR = Path(__file__).parent / "matrices"
+BUILT_IN = ("smoke", "scaling", "full")
 
 
 @dataclass(frozen=True, order=True)
@@ -49,44 +40,46 @@ class Cell:
         return cell_id(self.params())
 
 
-# The smoke matrix: every value of every axis once, in six boots of the real model, so a
-# newcomer's first run ends within 20 minutes on a 2-core CPU machine (a compiled boot of
-# SmolLM2-135M takes 1.5-3 min there, an eager one less). The compile axis is varied on one
-# loader (safetensors); the other loaders boot eager, which is what sets them apart (weight
-# loading) without a compile each. Order matters: the cold cell runs before the warm one, and
-# the warm one reuses the compile cache the cold one left (harness.boot.keep_as_warm_cache;
-# the cache's key has no page-cache state, which the compile does not depend on), so no
-# unmeasured priming boot is paid. --matrix full holds every combination.
-SMOKE_CONFIGS: tuple[tuple[str, str, str, str], ...] = (
-    # loader, compile_cache, page_cache, entrypoint
-    ("safetensors", "cold", "evicted", "offline"),
-    ("safetensors", "warm", "warm", "offline"),
-    ("safetensors", "off", "warm", "offline"),
-    ("runai_streamer", "off", "evicted", "offline"),
-    ("tensorizer", "off", "evicted", "offline"),
-    ("safetensors", "off", "warm", "serve"),
-)
+def matrix_path(matrix: str) -> Path:
+    """A built-in matrix's file, or the matrix file ``matrix`` names."""
+    if matrix in BUILT_IN:
+        return MATRIX_DIR / f"{matrix}.yaml"
+    path = Path(matrix).expanduser()
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        return path
+    raise ValueError(f"unknown matrix {matrix!r}; choose one of {', '.join(BUILT_IN)}, or name "
+                     "a matrix file (.yaml)")
 
 
-def _smoke() -> list[Cell]:
-    return [Cell(REAL_MODEL, *config) for config in SMOKE_CONFIGS]
+def matrix_cells(matrix: str) -> list[Cell]:
+    """The cells of a built-in matrix or a matrix file, in the file's order."""
+    from benchmarks.matrixfile import BASE_AXES, load
+
+    path = matrix_path(matrix)
+    models, points, settings = load(path)
+    # What the file may say beyond fixtures and the four base axes (folders, hub ids, engine
+    # arguments, environment variables, budgets) is read and checked, but the cells pytest
+    # runs carry the base axes only: refused rather than booted without it.
+    beyond = [f"model {m.label!r} ({m.kind})" for m in models if m.kind != "fixture"]
+    beyond += [f"settings of model {m.label!r}" for m in models if m.engine_args or m.env
+               or m.budgets]
+    beyond += sorted({k for p in points for k in p if k not in BASE_AXES})
+    beyond += [k for k in ("budgets", "engine_args", "env") if getattr(settings, k)]
+    if beyond:
+        raise ValueError(f"{path}: {', '.join(beyond)}: checked, but pytest benchmarks/ runs "
+                         "fixture models on the loader / compile_cache / page_cache / "
+                         "entrypoint axes only in this release")
+    return [Cell(m.label, **{k: str(p[k]) for k in BASE_AXES}) for m in models for p in points]
 
 
-def _scaling() -> list[Cell]:
-    from fixtures.catalog import TOKENIZER_SWEEP
-
-    models = list(dict.fromkeys([*SCALING_MODELS, *TOKENIZER_SWEEP]))
-    return [Cell(m, "safetensors", "cold", "warm") for m in models]
+def _scaling_models() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(c.model for c in matrix_cells("scaling")))
 
 
-def _full() -> list[Cell]:
-    from fixtures.catalog import CATALOG
-
-    return [Cell(*point) for point in product(sorted(CATALOG), LOADERS, COMPILE_CACHE_MODES,
-                                              PAGE_CACHE_MODES, ENTRYPOINTS)]
+# The models every scaling fit is made from (a model kept out of them is an unseen one).
+SCALING_MODELS: tuple[str, ...] = _scaling_models()
 
 
-MATRICES = {"smoke": _smoke, "scaling": _scaling, "full": _full}
 
 
 def split_values(raw: str | None, option: str) -> list[str] | None:
@@ -112,14 +105,12 @@ def select(matrix: str, **narrow: list[str] | None) -> list[Cell]:
     given); the other axes filter. A value an axis does not know, or a selection that leaves
     no cell, is an error, never an empty run.
     """
-    if matrix not in MATRICES:
-        raise ValueError(f"unknown matrix {matrix!r}; choose one of {', '.join(MATRICES)}")
     unknown_axes = set(narrow) - set(AXES)
     if unknown_axes:
         raise ValueError(f"unknown axis {sorted(unknown_axes)}; axes: {', '.join(AXES)}")
     allowed = {"loader": LOADERS, "compile_cache": COMPILE_CACHE_MODES,
                "page_cache": PAGE_CACHE_MODES, "entrypoint": ENTRYPOINTS}
-    cells = MATRICES[matrix]()
+    cells = matrix_cells(matrix)
     # A value named twice is one cell, not two with ids suffixed 0 and 1.
     narrow = {axis: list(dict.fromkeys(values)) if values else values
               for axis, values in narrow.items()}

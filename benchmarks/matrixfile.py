@@ -170,6 +170,8 @@ class Settings:
     rounds: int | None = None
     boot_timeout: float | None = None
     budgets: dict[str, float] = field(default_factory=dict)
+    engine_args: dict[str, Any] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- line numbers
@@ -277,7 +279,8 @@ def load(path: Path, *, engine_arg_names: frozenset[str] | None = None,
     configurations = _configurations(spec, fail)
     if engine_arg_names is not None:
         _check_engine_args(spec, models, configurations, engine_arg_names, fail)
-    return models, configurations, Settings(spec.rounds, spec.boot_timeout, dict(spec.budgets))
+    return models, configurations, Settings(spec.rounds, spec.boot_timeout, dict(spec.budgets),
+                                            dict(spec.engine_args), dict(_env(spec.env)))
 
 
 def _fixture_names() -> set[str]:

@@ -50,7 +50,7 @@ def test_a_failed_cell_is_in_the_json_with_its_reason(tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--matrix", "huge"], "invalid choice: 'huge'"),
+    (["--matrix", "huge"], "unknown matrix 'huge'"),
     (["--loaders", "pickle"], "unknown loader ['pickle']"),
     (["--models", "gpt-5"], "unknown model ['gpt-5']"),
     (["--rounds", "0"], "--rounds must be >= 1"),

@@ -129,3 +129,33 @@ def test_off_on_yes_no_are_words_not_booleans(tmp_path):
     _, points, _ = _load(path)
     assert [(p["compile_cache"], p["enable_prefix_caching"]) for p in points] == [
         ("cold", True), ("cold", False), ("off", True), ("off", False)]
+
+
+@pytest.mark.parametrize("name", ["smoke", "scaling", "full"])
+def test_built_in_matrices_keep_their_cell_ids(name):
+    """Saved runs are matched by cell id: the files give exactly the ids the matrices had
+    as Python code (tests/data/matrix-ids, written from that code)."""
+    from benchmarks.matrix import select
+
+    committed = (Path(__file__).parent / "data" / "matrix-ids" / f"{name}.txt").read_text()
+    assert [c.id for c in select(name)] == committed.split()
+
+
+def test_a_matrix_file_by_path_selects_its_cells(tmp_path):
+    from benchmarks.matrix import select
+
+    path = _write(tmp_path, "models: [smollm2-135m]\naxes:\n  compile_cache: [cold, warm]\n")
+    assert [c.id for c in select(str(path))] == [
+        f"model=smollm2-135m-loader=safetensors-compile_cache={cc}-page_cache=warm-"
+        "entrypoint=offline" for cc in ("cold", "warm")]
+    assert [c.compile_cache for c in select(str(path), compile_cache=["warm"])] == ["warm"]
+
+
+def test_what_pytest_cannot_run_yet_is_refused_not_dropped(tmp_path, model_folder):
+    from benchmarks.matrix import select
+
+    path = _write(tmp_path, f"models: ['{model_folder}']\naxes:\n  max_model_len: [512]\n")
+    with pytest.raises(ValueError, match="'smol one' \\(path\\), max_model_len: checked, but"):
+        select(str(path))
+    with pytest.raises(ValueError, match="unknown matrix 'smok'"):
+        select("smok")
