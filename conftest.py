@@ -9,8 +9,8 @@ the header says what was found either way).
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+import psutil
 import pytest
 
 _MARKERS = ("VLLM::", "vllm.entrypoints", "EngineCore", "VllmWorker")
@@ -19,15 +19,11 @@ _MARKERS = ("VLLM::", "vllm.entrypoints", "EngineCore", "VllmWorker")
 def other_vllm_processes() -> list[str]:
     me = os.getpid()
     found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if any(m in cmd for m in _MARKERS):
-            found.append(f"{entry.name}: {cmd.strip()[:80]}")
+    # Another user's command line may be unreadable: psutil gives None for it.
+    for proc in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(proc.info["cmdline"] or ())
+        if proc.pid != me and any(m in cmd for m in _MARKERS):
+            found.append(f"{proc.pid}: {cmd.strip()[:80]}")
     return found
 
 

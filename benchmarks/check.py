@@ -2,8 +2,8 @@
 
 Checks a benchmark JSON against the cells its matrix should hold: every cell present, every
 one measured (or failed/skipped *on record*, which fails the check unless --allow-failed),
-every measured cell with all six phases accounted for. Exit 0 good, 1 not, 2 unreadable
-or not such a document.
+every measured cell with all six phases accounted for and no probe problem (a probe that
+found nothing to wrap, or failed). Exit 0 good, 1 not, 2 unreadable or not such a document.
 """
 
 from __future__ import annotations
@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 problems.append(f"{cell.id}: phases not measured: "
                                 f"{ {p: r.phase_notes.get(p) for p in missing} }")
+            if r.evidence.get("probe_problems"):
+                problems.append(f"{cell.id}: probe problems: {r.evidence['probe_problems']}")
             if r.wall_s is None:
                 problems.append(f"{cell.id}: measured, but no wall time")
             else:

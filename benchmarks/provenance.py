@@ -12,10 +12,13 @@ import platform
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from harness.boot import installed_version, installed_vllm_version
 
 
 def _cpu_model() -> str | None:
+    # psutil has no CPU model name (nor ISA flags): /proc/cpuinfo is the source on Linux.
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -25,30 +28,17 @@ def _cpu_model() -> str | None:
     return platform.processor() or None
 
 
-def _mem_total_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
 def storage_of(path: Path) -> dict[str, Any]:
-    """The mount (device, filesystem) holding ``path``, from /proc/self/mounts."""
+    """The mount (device, filesystem) holding ``path``."""
     path = path.resolve()
     while not path.exists():
         path = path.parent
     best: dict[str, Any] = {}
-    try:
-        for line in Path("/proc/self/mounts").read_text().splitlines():
-            device, mount, fstype, *_ = line.split()
-            if str(path).startswith(mount.rstrip("/") + "/") or str(path) == mount or mount == "/":
-                if len(mount) >= len(best.get("mount", "")):
-                    best = {"device": device, "mount": mount, "filesystem": fstype}
-    except OSError:
-        pass
+    for part in psutil.disk_partitions(all=True):
+        mount = part.mountpoint
+        if str(path).startswith(mount.rstrip("/") + "/") or str(path) == mount or mount == "/":
+            if len(mount) >= len(best.get("mount", "")):
+                best = {"device": part.device, "mount": mount, "filesystem": part.fstype}
     if best.get("device", "").startswith("/dev/"):
         name = Path(best["device"]).name
         rotational = Path(f"/sys/class/block/{name}/queue/rotational")
@@ -97,7 +87,7 @@ def machine_facts() -> dict[str, Any]:
         "cpu_model": _cpu_model(),
         "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "memory_bytes": _mem_total_bytes(),
+        "memory_bytes": psutil.virtual_memory().total,
         "kernel": platform.release(),
         "gpus": gpu_list,
         "fixture_storage": storage_of(fixture_root()),

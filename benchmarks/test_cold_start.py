@@ -125,6 +125,10 @@ def _check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
         expect(result.phase_notes.get("cuda_graph_capture", "").startswith(NOT_APPLICABLE_PREFIX),
                f"cuda_graph_capture on {result.platform}: {result.phases['cuda_graph_capture']}")
 
+    # A probe that found no function to wrap, or failed, leaves its phase short or empty.
+    problems = result.evidence.get("probe_problems") or []
+    expect(not problems, f"probe problems: {problems}")
+
     ran = " ".join(result.evidence.get("loader_targets", []))
     expect(LOADER_CLASSES[cell.loader] in ran, f"asked for {cell.loader}, probes saw {ran!r}")
 

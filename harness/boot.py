@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import psutil
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness import pagecache
+from harness import pagecache, processes
 from harness.registry import shims_for, wrap_targets_for
 from harness.schema import (
     COMPILE_CACHE_MODES,
@@ -41,6 +42,7 @@ from harness.schema import (
     PHASE_NAMES,
     UNFINISHED_PREFIX,
     BootResult,
+    ProcessDeath,
 )
 from harness.timeline import Timeline, cut_phases, timeline_events, total_s
 
@@ -229,26 +231,16 @@ def _signals_interrupt():
             signal.signal(sig, handler)
 
 
-def _proc_state(pid_dir: Path) -> tuple[str, int] | None:
-    """(state, process group) of a /proc/<pid> entry; None when it is gone."""
-    try:
-        stat = (pid_dir / "stat").read_text()
-    except OSError:
-        return None
-    # Fields after the parenthesized command: state ppid pgrp ...
-    fields = stat[stat.rindex(")") + 2:].split()
-    return fields[0], int(fields[2])
-
-
 def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``."""
     out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc.pid)
+        except (ProcessLookupError, psutil.Error):  # gone since the listing
             continue
-        state = _proc_state(entry)
-        if state is not None and state[1] == pgid and state[0] != "Z":
-            out.append(int(entry.name))
-    return out
+    return sorted(out)
 
 
 def _marked_processes(marker: str) -> list[int]:
@@ -257,19 +249,15 @@ def _marked_processes(marker: str) -> list[int]:
     Every descendant of a boot inherits its environment, also one that left the process group
     with setsid / setpgrp (vLLM's data-parallel supervisor does), which ``killpg`` misses.
     """
-    needle, me, out = marker.encode(), os.getpid(), []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:  # gone, or another user's
-            continue
-        if needle in environ.split(b"\0"):
-            state = _proc_state(entry)
-            if state is not None and state[0] != "Z":
-                out.append(int(entry.name))
-    return out
+    name, _, value = marker.partition("=")
+    me, out = os.getpid(), []
+    # Another user's environment cannot be read: psutil gives None for it (ad_value).
+    for proc in psutil.process_iter(["environ", "status"]):
+        env = proc.info["environ"] or {}
+        if proc.pid != me and env.get(name) == value \
+                and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            out.append(proc.pid)
+    return sorted(out)
 
 
 def kill_group(pgid: int, grace_s: float = 3.0, marker: str | None = None) -> list[int]:
@@ -315,14 +303,17 @@ _EXCEPTION_LINE = re.compile(r"(?:^|\s|\] )((?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:
                              r"Interrupt|Exit)): (.+)$")
 
 
+_GENERIC_ERRORS = ("Engine core initialization failed", "EngineCore failed to start",
+                   "initialization failed due to an exception", "See root cause above",
+                   "See stack trace for root cause",
+                   "server exited with code")  # the serve child sees only the exit
+
+
 def _root_cause(log_text: str, fallback: str | None) -> str | None:
     """The most specific error: the child's own exception unless vLLM re-raised an EngineCore
     or Worker failure generically ("See root cause above"); then the last specific exception
     line of the log (each prefixed with its process and log level)."""
-    generic = ("Engine core initialization failed", "EngineCore failed to start",
-               "initialization failed due to an exception", "See root cause above",
-               "See stack trace for root cause",
-               "server exited with code")  # the serve child sees only the exit
+    generic = _GENERIC_ERRORS
     if fallback and not any(g in fallback for g in generic):
         return fallback
     candidates = []
@@ -334,6 +325,25 @@ def _root_cause(log_text: str, fallback: str | None) -> str | None:
     if specific:
         return specific[-1][:1000]
     return fallback or (candidates[-1][:1000] if candidates else None)
+
+
+def _error_naming_deaths(error: str | None, deaths: list[ProcessDeath]) -> str | None:
+    """A failed boot's error line, led by the process death that explains it.
+
+    A process does not die of SIGKILL, SIGSEGV, SIGBUS or SIGABRT on a Python error: the first
+    one killed so is the cause, the others died of it. SIGTERM, SIGINT and SIGHUP are how the
+    boot's processes stop each other on the way out (vLLM's shutdown, the serve launcher's),
+    so, like a death by exit code, they lead only where the log holds nothing more specific
+    than vLLM's "See root cause above".
+    """
+    stops = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
+    killed = next((d for d in deaths if d.signal is not None and d.signal not in stops), None)
+    if killed is None and deaths and (error is None or any(g in error for g in _GENERIC_ERRORS)
+                                      or error.startswith("boot exited with code")):
+        killed = deaths[0]
+    if killed is None:
+        return error
+    return f"{killed.describe()}; then: {error}" if error else killed.describe()
 
 
 def _compile_cache_observed(tl: Timeline, spec: BootSpec, scan: Any) -> str:
@@ -450,7 +460,8 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
             raise
         try:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            timed_out = _wait_with_progress(proc, events_path, t0, spec.timeout_s, say)
+            watch = processes.GroupWatch(proc.pid)
+            timed_out = _wait_with_progress(proc, events_path, t0, spec.timeout_s, say, watch)
             returned_ns = time.monotonic_ns()
         finally:
             # Also on Ctrl-C / SIGTERM: the boot's group is a session of its own, which the
@@ -486,8 +497,21 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
     # A boot that was killed ran until the kill: calls still open end there, not at the last
     # event they happened to write.
     tl = Timeline.from_file(events_path, t0, end_unfinished_at=returned_ns if timed_out else None)
-    log_msgs = [r.get("msg", "") for r in tl.logs]
     ready = tl.first_mark("ready")
+    measured = (not timed_out and child.get("state") == "measured" and ready is not None)
+    # Deaths before the harness's own kill; in a measured boot, only before ready (vLLM
+    # terminates its EngineCore at exit, which is no failure).
+    died = processes.deaths(tl, front_pid=proc.pid,
+                            front_status=None if timed_out else proc.returncode,
+                            front_ended=returned_ns, watch=watch,
+                            until=ready if measured else returned_ns,
+                            entrypoint=spec.entrypoint)
+    if died:
+        # A dead process's open calls end at its death, not at the boot's last event.
+        tl = Timeline.from_file(events_path, t0,
+                                end_unfinished_at=returned_ns if timed_out else None,
+                                process_ends={d["pid"]: d["at"] for d in died})
+    log_msgs = [r.get("msg", "") for r in tl.logs]
     first_token = tl.first_mark("first_token")
     scan = _scan_logs(log_msgs, version)
     # The offline child asks vLLM; the serve child cannot (the server is another process).
@@ -495,7 +519,6 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
     engine_kwargs = spec.effective_engine_kwargs()
     compile_enabled = not engine_kwargs.get("enforce_eager", False)
 
-    measured = (not timed_out and child.get("state") == "measured" and ready is not None)
     error = None
     if not measured:
         log_text = log_path.read_text(errors="replace") if log_path.exists() else ""
@@ -528,6 +551,9 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
             elif value is not None and name in unfinished:
                 # Reported, but the boot died or was killed inside it: a lower bound.
                 cut.phase_notes[name] = f"{UNFINISHED_PREFIX}: the boot ended inside this phase"
+    process_deaths = processes.with_phases(died, tl, cut)
+    if not measured:
+        error = _error_naming_deaths(error, process_deaths)
 
     answer = child.get("response_text")
     if measured and spec.expect_in_answer:
@@ -579,6 +605,7 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
             next((f"{x.name}: {x.reason}" for x in shims_for(version, spec.loader)
                   if x.name == t), t) for t in tl.marks_targets("shim.applied")}),
         error=error,
+        process_deaths=process_deaths,
         log_tail=_tail(log_path) if not measured else None,
         versions=child.get("versions", {}),
         evidence=evidence,
@@ -638,8 +665,9 @@ _PROGRESS_EVENTS.update({"mark.engine_client": "engine core start", "mark.execut
 
 
 def _wait_with_progress(proc: subprocess.Popen, events_path: Path, t0: int, timeout_s: float,
-                        say: Callable[[str], None]) -> bool:
-    """Wait for the child, telling each phase as the probes report it. True on timeout."""
+                        say: Callable[[str], None], watch: processes.GroupWatch) -> bool:
+    """Wait for the child, telling each phase as the probes report it, and watching the boot's
+    processes. True on timeout."""
     deadline = time.monotonic() + timeout_s
     offset = 0
     seen: set[str] = set()
@@ -651,6 +679,7 @@ def _wait_with_progress(proc: subprocess.Popen, events_path: Path, t0: int, time
             pass
         if time.monotonic() >= deadline:
             return True
+        watch.poll()
         try:
             with open(events_path, "rb") as fh:
                 fh.seek(offset)

@@ -7,6 +7,9 @@ vLLM (pydantic only), so ``analysis`` can read results on any machine.
 Schema changelog (bump ``SCHEMA_VERSION`` on any change a reader must know about):
 
 - 1 (2026-11-29): first version: six phases, BootResult, the result document.
+- 2 (2026-12-01): ``BootResult.process_deaths``: each process of the boot that was killed by a
+  signal or exited with an error code (or vanished unreaped), with its role, signal or exit
+  code and the phase it died in. Version 1 documents read as having recorded none.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Phase(NamedTuple):
@@ -91,6 +94,36 @@ UNFINISHED_PREFIX = "unfinished"
 FAILED_BEFORE = "failed before this phase"
 
 
+class ProcessDeath(BaseModel):
+    """A process of a boot that ended abnormally before the harness ended the boot."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # "front end", "EngineCore", "Worker", "compile worker", "launcher" (the harness's child
+    # that starts the server, entrypoint=serve) or "helper" (any other).
+    role: str
+    pid: int
+    process_name: str | None = None  # its multiprocessing name or title, e.g. "VllmWorker-0"
+    # Exactly one of signal / exit_code, or neither when the status could not be known.
+    signal: int | None = None
+    signal_name: str | None = None  # e.g. "SIGKILL"
+    exit_code: int | None = None
+    phase: str | None = None  # the phase it was in when it died
+    at_s: float | None = None  # when its death was seen, from the boot's start
+    seen_by: str | None = None  # what reported it, e.g. "reaped by pid 1234"
+
+    def describe(self) -> str:
+        """One line: ``Worker (pid 1234) killed by SIGKILL in model_loading``."""
+        if self.signal is not None:
+            how = f"killed by {self.signal_name or f'signal {self.signal}'}"
+        elif self.exit_code is not None:
+            how = f"exited with code {self.exit_code}"
+        else:
+            how = "died (exit status unknown)"
+        where = f" in {self.phase}" if self.phase else ""
+        return f"{self.role} (pid {self.pid}) {how}{where}"
+
+
 class BootResult(BaseModel):
     """One boot of vLLM, cut into phases. Also what the log reader makes of one boot log."""
 
@@ -130,6 +163,8 @@ class BootResult(BaseModel):
     events: list[dict[str, Any]] = Field(default_factory=list)
     shims: list[str] = Field(default_factory=list)
     error: str | None = None
+    # Processes of the boot killed by a signal or ended with an error code, in time order.
+    process_deaths: list[ProcessDeath] = Field(default_factory=list)
     skip_reason: str | None = None
     log_tail: str | None = None
     versions: dict[str, str] = Field(default_factory=dict)

@@ -85,11 +85,16 @@ class Timeline:
     mark_records: list[dict[str, Any]] = field(default_factory=list)
     processes: dict[int, dict[str, Any]] = field(default_factory=dict)
     unfinished: list[str] = field(default_factory=list)
+    # The same calls as {"pid", "event", "start"}: what a process was doing when it died.
+    open_calls: list[dict[str, Any]] = field(default_factory=list)
+    # Children reaped by a process of the boot: {"t", "pid" (the reaper), "child", "status"}.
+    reaped: list[dict[str, Any]] = field(default_factory=list)
     probe_problems: list[str] = field(default_factory=list)
 
     @classmethod
     def from_file(cls, path: str | Path, t0: int | None = None, *,
-                  end_unfinished_at: int | None = None) -> Timeline:
+                  end_unfinished_at: int | None = None,
+                  process_ends: dict[int, int] | None = None) -> Timeline:
         """Read an events file; ``t0`` defaults to its ``boot.t0`` record."""
         lines = Path(path).read_text().splitlines() if Path(path).exists() else []
         records = []
@@ -102,11 +107,15 @@ class Timeline:
             t0 = next((r["t"] for r in records if r.get("e") == "boot.t0"), None)
             if t0 is None:
                 raise ValueError(f"{path}: no boot.t0 record; pass t0")
-        return cls.from_records(records, t0, end_unfinished_at=end_unfinished_at)
+        return cls.from_records(records, t0, end_unfinished_at=end_unfinished_at,
+                                process_ends=process_ends)
 
     @classmethod
     def from_records(cls, records: list[dict[str, Any]], t0: int, *,
-                     end_unfinished_at: int | None = None) -> Timeline:
+                     end_unfinished_at: int | None = None,
+                     process_ends: dict[int, int] | None = None) -> Timeline:
+        """Pair the records; ``process_ends`` (pid -> instant) ends the calls a process left
+        open where it died, instead of where the boot ended."""
         tl = cls(t0=t0)
         open_calls: dict[tuple[int, str, str], list[tuple[int, dict]]] = defaultdict(list)
         last_t = t0
@@ -117,6 +126,11 @@ class Timeline:
                 continue
             proc = tl.processes.setdefault(pid, {"pid": pid, "first_t": t})
             proc["name"] = rec.get("proc", proc.get("name"))
+            if event == "process.start":
+                proc.update(argv=rec.get("argv"), ppid=rec.get("ppid"))
+            elif event == "process.reaped":
+                tl.reaped.append({"t": t, "pid": pid, "child": rec.get("child"),
+                                  "status": rec.get("status")})
             if kind == "log":
                 tl.logs.append(rec)
             elif kind == "start":
@@ -141,11 +155,13 @@ class Timeline:
         # boot that was killed, until the kill).
         for (pid, event, target), stack in open_calls.items():
             for start, start_rec in stack:
-                tl.intervals[event].append((start, end_unfinished_at or last_t))
+                end = max(start, (process_ends or {}).get(pid) or end_unfinished_at or last_t)
+                tl.intervals[event].append((start, end))
                 tl.calls.append({"event": event, "target": target, "pid": pid,
                                  "proc": start_rec.get("proc"), "start": start,
-                                 "end": end_unfinished_at or last_t, "unfinished": True})
+                                 "end": end, "unfinished": True})
                 tl.unfinished.append(f"{event} ({target}, pid {pid})")
+                tl.open_calls.append({"pid": pid, "event": event, "start": start})
         return tl
 
     def events_under(self, prefix: str) -> list[Interval]:

@@ -82,3 +82,25 @@ def test_bad_files_give_one_line_errors(tmp_path, content, message):
         read_results(path)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_process_deaths_round_trip_and_a_version_1_document_reads_as_none(tmp_path):
+    from harness.schema import SCHEMA_VERSION, ProcessDeath
+
+    death = ProcessDeath(role="Worker", pid=1234, process_name="VllmWorker-0", signal=9,
+                         signal_name="SIGKILL", phase="model_loading", at_s=41.2,
+                         seen_by="reaped by pid 1200")
+    assert death.describe() == "Worker (pid 1234) killed by SIGKILL in model_loading"
+    failed = _result(state="failed", error=death.describe(), process_deaths=[death])
+    path = tmp_path / "out.json"
+    write_document(new_document(unrecorded=[failed]), path)
+    assert read_results(path)[0].process_deaths == [death]
+    assert SCHEMA_VERSION == 2
+    # Written before deaths were recorded: read, and says none.
+    old = failed.model_dump(mode="json", exclude={"process_deaths"}) | {"schema_version": 1}
+    path.write_text(json.dumps(old))
+    (back,) = read_results(path)
+    assert back.process_deaths == [] and back.schema_version == 1
+    # Neither signal nor code: the status was not known, and the line says so.
+    assert ProcessDeath(role="EngineCore", pid=9).describe() == \
+        "EngineCore (pid 9) died (exit status unknown)"

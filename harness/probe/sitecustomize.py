@@ -11,8 +11,14 @@ nothing is wrapped before its module exists. Each interval is written as two JSO
 to the boot's events file. vLLM's own log records are captured into the same file with the
 monotonic instant they were emitted at.
 
-Standard library only, and cheap: this runs in every process, Inductor's compile workers too.
-A failure here is recorded as a ``probe.error`` event and never breaks the boot.
+It also records the exit status of every child a process of the boot reaps
+(``process.reaped``): only a process's parent can wait for it, and every parent in the boot
+runs this probe, so a Worker killed by the OOM killer is reported by the EngineCore that reaps
+it, with the signal, whoever its parent is.
+
+Standard library only, and cheap: this runs in every process, Inductor's compile workers too
+(psutil is used for I/O counters where the boot's environment has it). A failure here is
+recorded as a ``probe.error`` event and never breaks the boot.
 """
 
 import json
@@ -70,6 +76,19 @@ def _install(recorder, targets):
             pass
 
     def io_counters():
+        # psutil's counters are /proc/self/io's, named as there so readers need not care
+        # which one a boot used; the file itself where psutil is not installed in the boot.
+        try:
+            import psutil
+
+            c = psutil.Process().io_counters()
+            return {"rchar": c.read_chars, "wchar": c.write_chars, "syscr": c.read_count,
+                    "syscw": c.write_count, "read_bytes": c.read_bytes,
+                    "write_bytes": c.write_bytes}
+        except ImportError:
+            pass
+        except Exception:
+            return None
         try:
             with open("/proc/self/io") as fh:
                 return {k: int(v) for k, v in (line.split(": ") for line in fh)}
@@ -228,12 +247,32 @@ def _install(recorder, targets):
     return emit
 
 
+def _record_reaping(emit):
+    """Record the status of every child this process reaps, as it is reaped.
+
+    multiprocessing (EngineCore, Worker) and subprocess (compile workers, the server) both
+    reap through ``os.waitpid``, looked up when called or bound when subprocess is first
+    imported, which is after this runs.
+    """
+    original = os.waitpid
+
+    def waitpid(pid, options, /):
+        reaped = original(pid, options)
+        if reaped[0] > 0:
+            emit("process.reaped", "mark", "os.waitpid", child=reaped[0], status=reaped[1])
+        return reaped
+
+    os.waitpid = waitpid
+
+
 def _main():
     recorder = _Recorder(_EVENTS_PATH)
     targets = json.loads(os.environ.get("COLDSTART_PROBE_TARGETS", "[]"))
     emit = _install(recorder, targets)
-    emit("process.start", "mark", "sitecustomize", argv=" ".join(sys.argv)[:300],
-         ppid=os.getppid())
+    # orig_argv: sys.argv is only "-m" or "-c" this early for `python -m x` / `python -c`.
+    emit("process.start", "mark", "sitecustomize",
+         argv=" ".join(getattr(sys, "orig_argv", sys.argv)[1:])[:300], ppid=os.getppid())
+    _record_reaping(emit)
     import atexit
 
     atexit.register(lambda: emit("process.exit", "mark", "atexit"))
