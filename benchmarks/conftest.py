@@ -16,6 +16,7 @@ extended only through its hooks. Two of its habits are corrected here:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
@@ -163,11 +164,34 @@ class ColdstartSession:
         self.results[cell.id] = result
         self.checks_failed[cell.id] = checks_failed or []
         with open(self.cells_log, "a") as fh:
+            # machine_info: a shard whose JSON is never written is merged from this log
+            # (analysis.merge), and its cells must still say which machine they ran on.
             fh.write(json.dumps({"cell": cell.id, "params": cell.params(),
+                                 "machine_info": _machine_info(),
                                  "checks_failed": checks_failed or [],
                                  "result": result.model_dump(mode="json"),
                                  "rounds": [r.model_dump(mode="json")
                                             for r in (rounds or [result])]}) + "\n")
+
+
+@functools.cache
+def _machine_info() -> dict[str, Any]:
+    from benchmarks.provenance import machine_facts
+
+    return {DOCUMENT_KEY: machine_facts()}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """``--splits N --group I`` (pytest-split): cells without a stored duration get an
+    estimate, and a group left without cells is no failure (benchmarks/split.py)."""
+    from benchmarks.split import ShardPlugin
+
+    config = session.config
+    if ShardPlugin.wanted(config):
+        def open_session() -> None:  # as the coldstart fixture does: the JSON gets written
+            config._coldstart = ColdstartSession(config)
+
+        config.pluginmanager.register(ShardPlugin(open_session), "coldstart-shard")
 
 
 def _resume_facts(machine_info: Any) -> dict[str, Any]:
