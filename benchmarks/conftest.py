@@ -167,7 +167,7 @@ class ColdstartSession:
             # machine_info: a shard whose JSON is never written is merged from this log
             # (analysis.merge), and its cells must still say which machine they ran on.
             fh.write(json.dumps({"cell": cell.id, "params": cell.params(),
-                                 "machine_info": _machine_info(),
+                                 "machine_info": _machine_info(self.config),
                                  "checks_failed": checks_failed or [],
                                  "result": result.model_dump(mode="json"),
                                  "rounds": [r.model_dump(mode="json")
@@ -175,10 +175,11 @@ class ColdstartSession:
 
 
 @functools.cache
-def _machine_info() -> dict[str, Any]:
-    from benchmarks.provenance import machine_facts
-
-    return {DOCUMENT_KEY: machine_facts()}
+def _machine_info(config: pytest.Config) -> dict[str, Any]:
+    """The ``machine_info`` the JSON gets (pytest-benchmark's and ours), once a session."""
+    info = config.hook.pytest_benchmark_generate_machine_info(config=config)
+    config.hook.pytest_benchmark_update_machine_info(config=config, machine_info=info)
+    return info
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

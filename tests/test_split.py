@@ -102,3 +102,45 @@ def test_estimates_follow_the_axes_and_take_the_stored_seconds_unit():
         assert filled[item.nodeid] == pytest.approx(2 * estimate_s(cell))
     assert fill_estimates({}, items, rounds=1) == {i.nodeid: estimate_s(c)
                                                   for i, c in zip(items, cells)}
+
+
+def test_shards_of_scripted_boots_merge_into_the_unsplit_cells(tmp_path):
+    """Every shard through pytest-benchmark and the JSON hooks for real (tests/_fake_boots.py
+    scripts the boots): shard 2 is then 'killed' (its JSON removed) and gives its cells log."""
+    import os
+
+    # The scripted boots compile (an eager boot's phases are not scripted).
+    cold_four = ["--matrix", "smoke", "--compile-caches", "cold", "--entrypoints", "offline",
+                 "--loaders", "safetensors,runai_streamer"]
+    code, unsplit, out = _collect(*cold_four, durations=tmp_path / "none")
+    assert code == 0, out
+    env = {**os.environ, "FAKE_ROUNDS": "measured", "FAKE_FAULTS": "",
+           "COLDSTART_CACHE_DIR": str(tmp_path / "cache")}
+    shards = []
+    for group in (1, 2, 3):
+        shard = tmp_path / f"shard{group}.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "benchmarks/", "-p", "tests._fake_boots",
+             "-p", "no:cacheprovider", "-q", "--basetemp", str(tmp_path / f"inner{group}"),
+             "--allow-busy-machine", "--durations-path", str(tmp_path / "none"), *cold_four,
+             "--splits", "3", "--group", str(group), "--benchmark-json", str(shard)],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        shards.append(shard)
+    logs = [Path(f"{s}.cells.jsonl") for s in shards]
+    assert [p.exists() for p in logs] == [True, True, False]  # the empty group boots nothing
+    shards[1].unlink()
+    merged = tmp_path / "merged.json"
+    proc = subprocess.run([sys.executable, "-m", "analysis.merge", str(shards[0]), str(logs[1]),
+                           str(shards[2]), "-o", str(merged)],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    doc = read_json(merged)
+    ids = [b["param"] for b in doc["benchmarks"]]
+    assert sorted(ids) == sorted(unsplit) and len(ids) == len(set(ids))
+    # The log's cells carry the JSON's own machine_info: one machine.
+    assert doc["coldstart"]["machines"] == 1
+    assert len({json.dumps(b["machine_info"], sort_keys=True) for b in doc["benchmarks"]}) == 1
+    from benchmarks import check
+
+    assert check.main([str(merged), *cold_four]) == 0
