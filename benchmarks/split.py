@@ -100,6 +100,8 @@ class ShardPlugin:
         # Makes the conftest's ColdstartSession, whose presence makes the JSON be written.
         self.open_session = open_session
         self.empty = False
+        self.collected = 0
+        self.deselected: list[int] = []
 
     @staticmethod
     def wanted(config: pytest.Config) -> bool:
@@ -109,13 +111,20 @@ class ShardPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
+        self.collected = len(items)
         # pytest-split (trylast) reads its durations from its plugin, loaded at configure time.
         split = config.pluginmanager.get_plugin("pytestsplitplugin")
         split.cached_durations = fill_estimates(dict(split.cached_durations), items,
                                                 config.getoption("rounds", 1))
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        # -k, -m and --deselect say theirs first; pytest-split (trylast) says its last.
+        self.deselected.append(len(items))
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if session.items:
+        before_split = self.collected - sum(self.deselected[:-1])
+        # Empty by the split alone: a -k that matched nothing stays pytest's exit 5.
+        if session.items or not self.deselected or before_split <= 0:
             return
         self.empty = True
         opt = session.config.option

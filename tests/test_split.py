@@ -62,6 +62,12 @@ def test_an_empty_group_writes_its_json_and_passes(tmp_path):
     assert doc["machine_info"]["coldstart"]["platform"]
 
 
+def test_a_k_that_matches_nothing_is_still_no_test_collected(tmp_path):
+    code, ids, text = _collect(*EAGER_FOUR, "--splits", "3", "--group", "1", "-k", "nothing",
+                               durations=tmp_path / "none")
+    assert code == 5 and ids == [] and "holds no cell" not in text
+
+
 def test_stored_durations_decide_the_groups(tmp_path):
     """A durations file where one cell is as long as the three others: it is a group alone."""
     code, unsplit, out = _collect(*EAGER_FOUR, durations=tmp_path / "none")

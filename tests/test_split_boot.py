@@ -75,6 +75,12 @@ def test_three_shards_merge_into_one_run(tmp_path):
     assert sorted(_cell_ids(from_logs)) == unsplit
     def boots(p): return sorted(r.model_dump_json() for r in read_results(p, all_rounds=True))
     assert boots(from_logs) == boots(merged)
+    # ... on the machine the JSON names, as one machine
+    assert read_json(from_logs)["coldstart"]["machines"] == 1
+    shard_of = {b["param"]: read_json(s)["machine_info"] for s in shards
+                for b in read_json(s)["benchmarks"]}
+    assert all(b["machine_info"] == shard_of[b["param"]]
+               for b in read_json(from_logs)["benchmarks"])
 
     # Read as one run is read.
     check = _run("-m", "benchmarks.check", str(merged), *SELECTION, timeout=120)
