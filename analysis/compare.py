@@ -30,7 +30,8 @@ regression"; ``--strict`` fails on those as well (what a one-round CI run must u
 
 The run's checked metadata (``machine_info``: CPU model, core count, OS and machine, GPU
 model, and the boots' platform) must agree; otherwise the comparison is refused (exit 2)
-unless ``--force``. A document without any boot is refused (exit 2).
+unless ``--force``. A merge of shards (``analysis.merge``) is checked cell by cell: each
+cell's machine against the machine the same cell ran on in the other run. A document without any boot is refused (exit 2).
 Exit codes: 0 no regression, 1 regression, 2 bad input or refused comparison.
 """
 
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis._cli import ArgumentParser, InputError, run_cli
-from analysis.dataset import machine_differences, machine_identity
+from analysis.dataset import cell_identities, machine_differences, machine_identity
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
 
 __all__ = ["CellChange", "compare_results", "failing_changes", "main"]
@@ -271,6 +272,25 @@ def _load(path: str) -> tuple[dict[str, Any], list[BootResult]]:
     return (doc if isinstance(doc, dict) else {}), boots
 
 
+def _cell_machines(doc: dict[str, Any], boots: list[BootResult]) -> dict[str, dict[str, Any]]:
+    """Each cell's machine identity: its own in a merge of shards, else the document's."""
+    cells = cell_identities(doc)
+    if not cells:
+        ident = machine_identity(doc, boots)
+        return {_cell(b): ident for b in boots}
+    return {"-".join(f"{f}={fields[f]}" for f in CELL_FIELDS if fields.get(f) is not None):
+            ident for fields, ident in cells}
+
+
+def _cell_machine_differences(base: dict[str, dict[str, Any]],
+                              new: dict[str, dict[str, Any]]) -> dict[str, tuple[Any, Any]]:
+    out: dict[str, tuple[Any, Any]] = {}
+    for cell in base.keys() & new.keys():
+        for k, v in machine_differences(base[cell], new[cell]).items():
+            out.setdefault(k, v)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(prog="python -m analysis.compare",
                                      description="Compare two runs phase by phase.")
@@ -302,6 +322,10 @@ def main(argv: list[str] | None = None) -> int:
     new_doc, new = _load(args.new)
     meta_base, meta_new = machine_identity(base_doc, base), machine_identity(new_doc, new)
     disagree = machine_differences(meta_base, meta_new)
+    if cell_identities(base_doc) or cell_identities(new_doc):
+        # A merge of shards: each cell against the machine the same cell ran on in the other.
+        disagree = _cell_machine_differences(_cell_machines(base_doc, base),
+                                             _cell_machines(new_doc, new))
     unchecked = [k for k in meta_base if meta_base[k] is None or meta_new[k] is None]
     if disagree and not args.force:
         what = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items())

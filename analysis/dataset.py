@@ -18,8 +18,13 @@ from typing import Any, NamedTuple
 from analysis.features import ModelFeatures, boot_features
 from harness.schema import PHASE_NAMES, BootResult, gpu_models, read_json, read_results
 
-__all__ = ["CONFIG_FIELDS", "Row", "Dataset", "build_dataset", "config_label", "machine_differences",
-           "machine_identity", "merged_machine", "one_machine"]
+__all__ = ["CONFIG_FIELDS", "MERGED_KEY", "Row", "Dataset", "build_dataset", "cell_identities",
+           "config_label", "document_machines", "group_machines", "machine_differences", "machine_identity",
+           "merged_machine", "one_machine"]
+
+# coldstart.merged_from: the shards a merged document was made of (analysis.merge); its
+# cells each carry their machine's machine_info.
+MERGED_KEY = "merged_from"
 
 CONFIG_FIELDS: tuple[str, ...] = ("platform", "vllm_version", "loader", "compile_cache",
                                   "page_cache", "entrypoint")
@@ -59,17 +64,65 @@ def machine_identity(doc: Any, boots: list[BootResult]) -> dict[str, Any]:
     ``machine_info``: all but its platform is None, unknown.
     """
     info = (doc.get("machine_info") or {}) if isinstance(doc, dict) else {}
+    return _identity(info, sorted({b.platform for b in boots if b.platform}))
+
+
+def _identity(info: Any, platforms: list[str]) -> dict[str, Any]:
     info = info if isinstance(info, dict) else {}
     ours = info.get("coldstart") or {}
     ours = ours if isinstance(ours, dict) else {}
     brand, count = _cpu(info)
-    platforms = sorted({b.platform for b in boots if b.platform})
     gpus = gpu_models(ours.get("gpus"))
     return {"cpu": brand or ours.get("cpu_model"),
             "cpu_count": count if count is not None else ours.get("cpu_count"),
             "system": info.get("system"), "machine": info.get("machine"),
             "platform": ",".join(platforms) if platforms else ours.get("platform"),
             "gpu": ",".join(gpus) if gpus else info.get("gpu")}
+
+
+def cell_identities(doc: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(result fields, ``machine_identity``) of every cell of a merge of shards
+    (``analysis.merge``, ``coldstart.merged_from``), each cell from its own ``machine_info``;
+    [] for a document of one run, whose cells share the document's machine."""
+    meta = doc.get("coldstart") if isinstance(doc, dict) else None
+    if not isinstance(meta, dict) or MERGED_KEY not in meta:
+        return []
+    cells = [(b.get("extra_info") or {}, b.get("machine_info"))
+             for b in doc.get("benchmarks") or [] if isinstance(b, dict)]
+    cells += [(r, r.get("machine_info")) for r in meta.get("unrecorded") or []
+              if isinstance(r, dict)]
+    return [(fields, _identity(info, [fields["platform"]] if fields.get("platform") else []))
+            for fields, info in cells]
+
+
+def document_machines(doc: Any, boots: list[BootResult]) -> dict[str, dict[str, Any]]:
+    """The ``machine_identity`` of each machine a document's cells ran on, by a label: one
+    for a run (label ""), one per machine for a merge of shards (identical nodes are one)."""
+    cells = cell_identities(doc)
+    if not cells:
+        return {"": machine_identity(doc, boots)}
+    machines = group_machines([ident for _, ident in cells])
+    if len(machines) == 1:
+        return {"": machines[0][0]}
+    return {f"machine {i}": ident for i, (ident, _) in enumerate(machines, 1)}
+
+
+def group_machines(identities: list[dict[str, Any]]) -> list[tuple[dict[str, Any], list[int]]]:
+    """Identities grouped into machines: one joins the first group it disagrees with on
+    nothing (``machine_differences``; an unknown entry, as a cells log leaves pytest-benchmark's
+    own, cannot disagree). Each group: what its members say together, and their indices."""
+    groups: list[tuple[dict[str, Any], list[int]]] = []
+    for i, ident in enumerate(identities):
+        for known, members in groups:
+            if not machine_differences({k: v for k, v in ident.items() if k != "platform"},
+                                       known):
+                known.update({k: v for k, v in ident.items()
+                              if v is not None and k != "platform"})
+                members.append(i)
+                break
+        else:
+            groups.append((dict(ident), [i]))
+    return groups
 
 
 def machine_differences(a: dict[str, Any], b: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
@@ -163,5 +216,10 @@ def read_inputs(paths: list[str]) -> dict[str, list[BootResult]]:
 
 
 def input_machines(files: dict[str, list[BootResult]]) -> dict[str, dict[str, Any]]:
-    """``machine_identity`` of each result file (read again for its ``machine_info``)."""
-    return {p: machine_identity(read_json(p), boots) for p, boots in files.items()}
+    """``machine_identity`` of each result file (read again for its ``machine_info``); a merge
+    of shards from several machines gives one entry per machine (``document_machines``)."""
+    out = {}
+    for p, boots in files.items():
+        for label, ident in document_machines(read_json(p), boots).items():
+            out[f"{p} ({label})" if label else p] = ident
+    return out

