@@ -116,7 +116,7 @@ def test_shards_of_scripted_boots_merge_into_the_unsplit_cells(tmp_path):
     import os
 
     # The scripted boots compile (an eager boot's phases are not scripted).
-    cold_four = ["--matrix", "smoke", "--compile-caches", "cold", "--entrypoints", "offline",
+    cold_four = ["--matrix", "full", "--models", "smollm2-135m", "--compile-caches", "cold", "--entrypoints", "offline",
                  "--loaders", "safetensors,runai_streamer"]
     code, unsplit, out = _collect(*cold_four, durations=tmp_path / "none")
     assert code == 0, out
