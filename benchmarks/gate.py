@@ -22,9 +22,11 @@ estimate (the mean of the finished rounds of the same cell).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from benchmarks._envs import EnvError, Release, default_package, ensure_env, parse_release
@@ -69,6 +71,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="where the documents go (default results/gate-BASE-vs-NEW)")
     ap.add_argument("--allow-busy-machine", action="store_true",
                     help="boot although other vLLM processes run (pytest benchmarks/ refuses)")
+    ap.add_argument("--lock", type=Path, default=None,
+                    help="a file to flock while booting (taken once the environments are "
+                         "made, held to the last boot): machines shared by several runs")
     ap.add_argument("--pip", action="store_true",
                     help="make missing environments with pip instead of uv")
     for option, kind in COMPARE_OPTIONS:
@@ -175,7 +180,24 @@ def main(argv: list[str] | None = None) -> int:
     runner = PytestSlot(releases, envs, args.matrix, boot_timeout=args.boot_timeout,
                         extra_args=extra)
     _stop_on_sigterm()
-    return run_gate(args, releases, runner, out_dir, missing=missing, progress=progress)
+    with boot_lock(args.lock, progress):
+        return run_gate(args, releases, runner, out_dir, missing=missing, progress=progress)
+
+
+@contextmanager
+def boot_lock(path: Path | None, progress: Callable[[str], None]):
+    """Hold ``path`` locked (flock) while booting; nothing without a path."""
+    if path is None:
+        yield
+        return
+    with open(path, "a") as fh:
+        progress(f"waiting for the boot lock {path}")
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        progress("boot lock taken")
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 if __name__ == "__main__":
