@@ -41,6 +41,14 @@ kv_cache_profiling "init engine (profile, create kv cache, warmup model) took" l
 cuda_graph_capture "Graph capturing finished in X secs"; not applicable on CPU or eager.
 ================== =========================================================================
 
+The V0 engine (LLMEngine, vLLM 0.3 .. 0.7; ``_compose_v0``) prints less, mostly without
+durations, so its phases are spans between line timestamps (whole seconds): model_loading
+"Starting to load model" (0.6+) -> "Loading model weights took X GB" (0.4.1+);
+kv_cache_profiling the weights line -> "Capturing the model for CUDA graphs" (or "# GPU
+blocks: N, # CPU blocks: M", the end of memory profiling, where nothing is captured), or 0.7's
+"init engine ... took" less capture; cuda_graph_capture "Graph capturing finished in N secs".
+0.3 prints neither a load start nor a weights line: only graph capture is in its log.
+
 The reference study composes some of its columns differently; ``harness.study`` holds that
 mapping and reproduces the study's published numbers from the same scan.
 """
