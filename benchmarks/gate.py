@@ -180,8 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     runner = PytestSlot(releases, envs, args.matrix, boot_timeout=args.boot_timeout,
                         extra_args=extra)
     _stop_on_sigterm()
-    with boot_lock(args.lock, progress):
-        return run_gate(args, releases, runner, out_dir, missing=missing, progress=progress)
+    try:
+        with boot_lock(args.lock, progress):
+            return run_gate(args, releases, runner, out_dir, missing=missing,
+                            progress=progress)
+    except KeyboardInterrupt as exc:  # before the first boot (waiting for the lock)
+        progress(f"stopped ({exc or 'Ctrl-C'}) before any boot")
+        return 130
 
 
 @contextmanager

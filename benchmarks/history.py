@@ -263,7 +263,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.gate import _stop_on_sigterm, boot_lock
+    from benchmarks.gate import _stop_on_sigterm
 
     args = parse_args(argv)
     progress = say("history")
@@ -305,7 +305,11 @@ def main(argv: list[str] | None = None) -> int:
         releases, envs, args.matrix, boot_timeout=args.boot_timeout,
         extra_args=["--allow-busy-machine"] if args.allow_busy_machine else [])
     _stop_on_sigterm()
-    return run_history(args, releases, cells, runner, missing, progress)
+    try:
+        return run_history(args, releases, cells, runner, missing, progress)
+    except KeyboardInterrupt as exc:  # before the first boot (waiting for the lock)
+        progress(f"stopped ({exc or 'Ctrl-C'}) before any boot")
+        return 130
 
 
 def run_history(args, releases: list[Release], cells: list[Cell], runner: SlotRunner,
