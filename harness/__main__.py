@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
                     metavar="KEY=VALUE", help="extra vLLM engine argument (repeatable)")
     ap.add_argument("--tensorizer-uri", type=Path, help="serialized model for --loader tensorizer")
     ap.add_argument("--timeout", type=float, default=900.0, help="hard limit for the boot (s)")
-    ap.add_argument("--expect", help="substring the answer must contain (e.g. Paris)")
+    ap.add_argument("--check-answer", action="store_true",
+                    help="judge the answer against a float32 reference of this machine "
+                         "(a real model: random weights answer nothing to judge)")
     ap.add_argument("--work-dir", type=Path, help="where the boot's log and events go")
     ap.add_argument("--out", type=Path, default=Path("boot_result.json"))
     args = ap.parse_args(argv)
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = BootSpec(model=name, model_path=path, loader=args.loader,
                         compile_cache=args.compile_cache, page_cache=args.page_cache,
                         entrypoint=args.entrypoint, engine_kwargs=dict(args.engine_arg),
-                        timeout_s=args.timeout, expect_in_answer=args.expect,
+                        timeout_s=args.timeout, check_answer=args.check_answer,
                         tensorizer_uri=tensorizer_uri, work_dir=args.work_dir)
         result = run_boot(spec, progress=progress)
     except BootError as exc:
@@ -130,11 +132,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: interrupted ({exc or 'Ctrl-C'}); the boot's processes were killed",
               file=sys.stderr)
         return 130
+    answer_failures: list[str] = []
+    if args.check_answer and result.evidence.get("answer"):
+        from harness.correctness import judge_answer
+        from harness.reference import ReferenceError
+
+        try:  # after the boot, untimed; stored in evidence.answer.verdict
+            answer_failures = judge_answer(result, progress=progress).failures
+        except ReferenceError as exc:
+            answer_failures = [f"not judged: {exc}"]
+        for note in result.evidence.get("known_defects", []):
+            progress(note["note"])
     args.out.write_text(result.model_dump_json(indent=2) + "\n")
     render_table(result)
     progress(f"wrote {args.out}")
     if result.state != "measured":
         print(f"error: boot {result.state}: {result.error or result.skip_reason}", file=sys.stderr)
+        return 1
+    if answer_failures:
+        print(f"error: answer {result.response_text!r}: {'; '.join(answer_failures)}",
+              file=sys.stderr)
         return 1
     return 0
 

