@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check-answer", action="store_true",
                     help="judge the answer against a float32 reference of this machine "
                          "(a real model: random weights answer nothing to judge)")
+    ap.add_argument("--answer-reference", type=Path, metavar="FOLDER",
+                    help="with --check-answer: the pristine model folder the answer should come "
+                         "from (default: the folder booted)")
     ap.add_argument("--work-dir", type=Path, help="where the boot's log and events go")
     ap.add_argument("--out", type=Path, default=Path("boot_result.json"))
     args = ap.parse_args(argv)
@@ -111,6 +114,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not os.access(args.out if args.out.exists() else args.out.parent, os.W_OK):
         print(f"error: --out {args.out}: not writable", file=sys.stderr)
+        return 2
+    if args.answer_reference is not None and not (args.answer_reference / "config.json").is_file():
+        print(f"error: --answer-reference {args.answer_reference}: not a model folder",
+              file=sys.stderr)
         return 2
     try:
         name, path = resolve_model(args.model)
@@ -138,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         from harness.reference import ReferenceError
 
         try:  # after the boot, untimed; stored in evidence.answer.verdict
-            answer_failures = judge_answer(result, progress=progress).failures
+            answer_failures = judge_answer(result, args.answer_reference,
+                                           progress=progress).failures
         except ReferenceError as exc:
             answer_failures = [f"not judged: {exc}"]
         for note in result.evidence.get("known_defects", []):

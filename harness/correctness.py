@@ -146,6 +146,13 @@ def verdict_for(answer: dict[str, Any], reference_model: Path | str, *,
                 f"step {i}: token {step.token_id} is the reference's choice "
                 f"#{step.reference_rank + 1}, {step.gap_nats:.2f} nats below its best "
                 f"(allowed: top {ANSWER_TOP_K}, {ANSWER_MAX_GAP_NATS} nats)")
+        elif (step.vllm_logprob is not None
+              and abs(step.vllm_logprob - step.reference_logprob) > ANSWER_MAX_GAP_NATS):
+            # The right token with the wrong probability: logits scaled or shifted.
+            failures.append(
+                f"step {i}: vLLM gives token {step.token_id} log-prob "
+                f"{step.vllm_logprob:.2f}, the reference {step.reference_logprob:.2f} "
+                f"(allowed: {ANSWER_MAX_GAP_NATS} nats apart)")
     gaps = [s.gap_nats for s in steps if s.gap_nats is not None]
     divergence = next((s.step for s in steps if s.reference_rank != 0), None)
     # One line per failed step would bury the first: a broken model fails every step.
