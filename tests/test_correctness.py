@@ -50,8 +50,9 @@ def test_each_bf16_flip_is_keyed_to_the_machine_and_mode_it_was_seen_on():
     assert _flips(amd, "0.32.0", compiled=True) == ["cpu-compiled-bf16-greedy-flip"]
     assert _flips(amd, "0.31.0", compiled=True) == ["cpu-compiled-bf16-greedy-flip"]
     assert _flips(amd, "0.32.0", compiled=False) == []
-    assert _flips(INTEL, "0.32.0", compiled=False) == ["cpu-eager-bf16-greedy-flip"]
-    assert _flips(INTEL, "0.32.0", compiled=True) == []
+    # on the Intel machine both modes were seen on either side of the near-tie
+    assert _flips(INTEL, "0.32.0", compiled=False) == ["cpu-bf16-greedy-flip-either-mode"]
+    assert _flips(INTEL, "0.32.0", compiled=True) == ["cpu-bf16-greedy-flip-either-mode"]
     # outside the releases it was seen on, nothing is claimed
     assert _flips(amd, "0.33.0", compiled=True) == [] and _flips(INTEL, "0.33.0", False) == []
     # an Intel CPU without avx512_bf16 runs other kernels: not claimed either
