@@ -5,6 +5,12 @@ knows lives here, as data: the functions the probes wrap (``WRAP_TARGETS``) and 
 patterns the log reader matches (``LOG_PATTERNS``), each tagged with the version range it
 holds for. Supporting a new release is adding entries, not editing code elsewhere.
 
+What a working boot should observe (``COMPILE_CACHE_EXPECTATIONS``) and the upstream
+behaviours seen to depart from it on some machines (``KNOWN_DEFECTS``: keyed by vLLM
+version, platform, CPU vendor and ISA flags, GPU model, compiled or eager, dtype) are data
+here too; harness.correctness judges a boot with them, recording a known defect when it
+shows and noting it when it does not, never failing on either.
+
 Imports without vLLM.
 """
 
