@@ -95,7 +95,12 @@ def main(argv: list[str] | None = None) -> int:
                     metavar="KEY=VALUE", help="extra vLLM engine argument (repeatable)")
     ap.add_argument("--tensorizer-uri", type=Path, help="serialized model for --loader tensorizer")
     ap.add_argument("--timeout", type=float, default=900.0, help="hard limit for the boot (s)")
-    ap.add_argument("--expect", help="substring the answer must contain (e.g. Paris)")
+    ap.add_argument("--check-answer", action="store_true",
+                    help="judge the answer against a float32 reference of this machine "
+                         "(a real model: random weights answer nothing to judge)")
+    ap.add_argument("--answer-reference", type=Path, metavar="FOLDER",
+                    help="with --check-answer: the pristine model folder the answer should come "
+                         "from (default: the folder booted)")
     ap.add_argument("--work-dir", type=Path, help="where the boot's log and events go")
     ap.add_argument("--out", type=Path, default=Path("boot_result.json"))
     args = ap.parse_args(argv)
@@ -110,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     if not os.access(args.out if args.out.exists() else args.out.parent, os.W_OK):
         print(f"error: --out {args.out}: not writable", file=sys.stderr)
         return 2
+    if args.answer_reference is not None and not (args.answer_reference / "config.json").is_file():
+        print(f"error: --answer-reference {args.answer_reference}: not a model folder",
+              file=sys.stderr)
+        return 2
     try:
         name, path = resolve_model(args.model)
         tensorizer_uri = args.tensorizer_uri
@@ -120,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         spec = BootSpec(model=name, model_path=path, loader=args.loader,
                         compile_cache=args.compile_cache, page_cache=args.page_cache,
                         entrypoint=args.entrypoint, engine_kwargs=dict(args.engine_arg),
-                        timeout_s=args.timeout, expect_in_answer=args.expect,
+                        timeout_s=args.timeout, check_answer=args.check_answer,
                         tensorizer_uri=tensorizer_uri, work_dir=args.work_dir)
         result = run_boot(spec, progress=progress)
     except BootError as exc:
@@ -130,11 +139,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: interrupted ({exc or 'Ctrl-C'}); the boot's processes were killed",
               file=sys.stderr)
         return 130
+    answer_failures: list[str] = []
+    if args.check_answer and result.evidence.get("answer"):
+        from harness.correctness import judge_answer
+        from harness.reference import ReferenceError
+
+        try:  # after the boot, untimed; stored in evidence.answer.verdict
+            answer_failures = judge_answer(result, args.answer_reference,
+                                           progress=progress).failures
+        except ReferenceError as exc:
+            answer_failures = [f"not judged: {exc}"]
+        for note in result.evidence.get("known_defects", []):
+            progress(note["note"])
     args.out.write_text(result.model_dump_json(indent=2) + "\n")
     render_table(result)
     progress(f"wrote {args.out}")
     if result.state != "measured":
         print(f"error: boot {result.state}: {result.error or result.skip_reason}", file=sys.stderr)
+        return 1
+    if answer_failures:
+        print(f"error: answer {result.response_text!r}: {'; '.join(answer_failures)}",
+              file=sys.stderr)
         return 1
     return 0
 

