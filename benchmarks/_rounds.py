@@ -332,6 +332,22 @@ def vllm_root(env: Path) -> Path | None:
     return roots[0] if roots else None
 
 
+def missing_probes(releases, envs, progress: Callable[[str], None]) -> list:
+    """Per release, the probe targets its installed source lacks (said in a progress line:
+    those phases are timed by the log reader where vLLM prints them)."""
+    from harness.registry import missing_probe_targets
+
+    missing = []
+    for release, env in zip(releases, envs):
+        root = vllm_root(env)
+        gone = missing_probe_targets(root, release.version) if root else []
+        if gone:
+            progress(f"{release}: probe targets missing in its source, timed by the log reader "
+                     f"where vLLM prints them: {', '.join(f'{t.module}:{t.attr}' for t in gone)}")
+        missing.append(gone)
+    return missing
+
+
 def say(prog: str) -> Callable[[str], None]:
     def progress(msg: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {prog}: {msg}", file=sys.stderr, flush=True)

@@ -35,14 +35,14 @@ from benchmarks._rounds import (
     SlotRunner,
     interleaved,
     merge_side,
+    missing_probes,
     order_label,
     release_file,
     run_slots,
     say,
-    vllm_root,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
-from harness.registry import WrapTarget, missing_probe_targets
+from harness.registry import WrapTarget
 from harness.schema import write_document
 
 # analysis.compare's options the gate hands on as they are.
@@ -169,14 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     except (EnvError, GateError, OSError) as exc:
         print(f"gate: error: {exc}", file=sys.stderr)
         return 2
-    missing = []
-    for release, env in zip(releases, envs):
-        root = vllm_root(env)
-        gone = missing_probe_targets(root, release.version) if root else []
-        if gone:
-            progress(f"{release}: probe targets missing in its source, timed by the log reader "
-                     f"where vLLM prints them: {', '.join(f'{t.module}:{t.attr}' for t in gone)}")
-        missing.append(gone)
+    missing = missing_probes(releases, envs, progress)
     extra = ["--allow-busy-machine"] if args.allow_busy_machine else []
     runner = PytestSlot(releases, envs, args.matrix, boot_timeout=args.boot_timeout,
                         extra_args=extra)

@@ -36,14 +36,13 @@ from benchmarks._rounds import (
     SlotRunner,
     interleaved,
     merge_side,
+    missing_probes,
     order_label,
     release_file,
     run_slots,
     say,
-    vllm_root,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
-from harness.registry import missing_probe_targets
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json, read_results, \
     write_document
 
@@ -294,14 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     except (EnvError, HistoryError, SchemaError, ValueError, OSError) as exc:
         print(f"history: error: {exc}", file=sys.stderr)
         return 2
-    missing = []
-    for release, env in zip(releases, envs):
-        root = vllm_root(env)
-        gone = missing_probe_targets(root, release.version) if root else []
-        if gone:
-            progress(f"{release}: probe targets missing in its source, timed by the log reader "
-                     f"where vLLM prints them: {', '.join(f'{t.module}:{t.attr}' for t in gone)}")
-        missing.append(gone)
+    missing = missing_probes(releases, envs, progress)
     runner: SlotRunner = PytestSlot(
         releases, envs, args.matrix, boot_timeout=args.boot_timeout,
         extra_args=["--allow-busy-machine"] if args.allow_busy_machine else [])

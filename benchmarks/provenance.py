@@ -15,6 +15,7 @@ from typing import Any
 import psutil
 
 from harness.boot import installed_version, installed_vllm_version
+from harness.machine import gpus
 
 
 def _cpu_model() -> str | None:
@@ -45,30 +46,6 @@ def storage_of(path: Path) -> dict[str, Any]:
         if rotational.exists():
             best["rotational"] = rotational.read_text().strip() == "1"
     return best
-
-
-def gpus() -> list[dict[str, Any]]:
-    """NVIDIA GPUs through NVML; an empty list where there are none (or no NVML)."""
-    try:
-        import pynvml
-    except ImportError:
-        return []
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return []
-    try:
-        driver = pynvml.nvmlSystemGetDriverVersion()
-        out = []
-        for i in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
-            name = pynvml.nvmlDeviceGetName(handle)
-            out.append({"index": i, "name": name.decode() if isinstance(name, bytes) else name,
-                        "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
-                        "driver": driver.decode() if isinstance(driver, bytes) else driver})
-        return out
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def machine_facts() -> dict[str, Any]:

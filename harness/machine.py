@@ -41,8 +41,8 @@ def cpu_fingerprint() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def gpu_models() -> list[str]:
-    """The NVIDIA GPUs' names through NVML; empty where there are none (or no NVML)."""
+def gpus() -> list[dict[str, Any]]:
+    """NVIDIA GPUs through NVML; an empty list where there are none (or no NVML)."""
     try:
         import pynvml
     except ImportError:
@@ -52,10 +52,19 @@ def gpu_models() -> list[str]:
     except Exception:
         return []
     try:
-        names = []
+        driver = pynvml.nvmlSystemGetDriverVersion()
+        out = []
         for i in range(pynvml.nvmlDeviceGetCount()):
-            name = pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i))
-            names.append(name.decode() if isinstance(name, bytes) else name)
-        return names
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            name = pynvml.nvmlDeviceGetName(handle)
+            out.append({"index": i, "name": name.decode() if isinstance(name, bytes) else name,
+                        "memory_bytes": int(pynvml.nvmlDeviceGetMemoryInfo(handle).total),
+                        "driver": driver.decode() if isinstance(driver, bytes) else driver})
+        return out
     finally:
         pynvml.nvmlShutdown()
+
+
+def gpu_models() -> list[str]:
+    """The NVIDIA GPUs' names; empty where there are none (or no NVML)."""
+    return [g["name"] for g in gpus()]
