@@ -449,11 +449,11 @@ def _check_engine_args(spec: MatrixFile, models: list[Model], points: list[dict[
 
     for name in spec.engine_args:
         check(name, ["engine_args", name])
+    # The file's own models come first; those after them come from serve_params.
+    listed = len(spec.models) if isinstance(spec.models, list) else 0
     for i, m in enumerate(models):
         for name, _ in m.engine_args:
-            check(name, ["models", i, "engine_args", name] if i < len(spec.models
-                                                                       if isinstance(spec.models, list) else [])
-                  else ["serve_params"])
+            check(name, ["models", i, "engine_args", name] if i < listed else ["serve_params"])
     where = "configurations" if spec.configurations is not None else "axes"
     for i, point in enumerate(points):
         for name in point:
