@@ -15,18 +15,7 @@ from typing import Any
 import psutil
 
 from harness.boot import installed_version, installed_vllm_version
-from harness.machine import gpus
-
-
-def _cpu_model() -> str | None:
-    # psutil has no CPU model name (nor ISA flags): /proc/cpuinfo is the source on Linux.
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or None
+from harness.machine import cpu_identity, gpus
 
 
 def storage_of(path: Path) -> dict[str, Any]:
@@ -61,7 +50,11 @@ def machine_facts() -> dict[str, Any]:
         "transformers": installed_version("transformers"),
         "tensorizer": installed_version("tensorizer"),
         "runai_model_streamer": installed_version("runai-model-streamer"),
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_identity()["model_name"],
+        # What decides the kernels torch and vLLM run (bf16 rounding, compile times): the
+        # vendor and the vector / matrix ISA flags, recorded beside the times they shape.
+        "cpu_vendor": cpu_identity()["vendor"],
+        "cpu_isa": [f for f in cpu_identity()["flags"] if f.startswith(("avx", "amx"))],
         "cpu_count": os.cpu_count(),
         "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "memory_bytes": psutil.virtual_memory().total,
