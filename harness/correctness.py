@@ -206,6 +206,23 @@ def _record_notes(result: BootResult, notes: list[DefectNote]) -> None:
 
 
 # --------------------------------------------------------------------------- compile cache
+def _new_aot_keys(result: BootResult) -> str:
+    """Why a warm boot compiled again, where the cache shows it: vLLM computed an AOT key
+    the cache did not hold (so the boot that filled it differed in something vLLM hashes)."""
+    before = result.evidence.get("aot_cache_keys_before")
+    cache_dir = result.evidence.get("compile_cache_dir")
+    if before is None or not cache_dir:
+        return ""
+    from harness.boot import aot_cache_keys
+
+    added = [k for k in aot_cache_keys(Path(cache_dir)) if k not in before]
+    if not added:
+        return ""
+    held = ", ".join(k[:12] for k in before) or "none"
+    return (f"; vLLM computed AOT key {added[0][:12]}, the cache at {cache_dir} held {held}: "
+            "the boot that filled it differed in something vLLM hashes")
+
+
 def judge_compile_cache(result: BootResult, expected: CompileCacheExpectation) -> list[str]:
     """What failed (empty: it held); notes known and unlisted load failures in the evidence.
 
@@ -220,7 +237,8 @@ def judge_compile_cache(result: BootResult, expected: CompileCacheExpectation) -
     if observed != expected.observed and not explained:
         why = (" without vLLM saying why" if expected.observed == "hit" else "")
         failures.append(f"compile cache {observed!r}{why}, expected {expected.observed!r} for "
-                        f"vLLM {result.vllm_version} on {result.platform}: {expected.reason}")
+                        f"vLLM {result.vllm_version} on {result.platform}: {expected.reason}"
+                        + _new_aot_keys(result))
     if expected.observed == "hit":  # only a boot that should load can show a load failure
         machine = _machine()
         entries = known_defects_for("compile_cache_load_failure", version=result.vllm_version,
