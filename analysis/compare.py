@@ -99,7 +99,15 @@ def _versions(doc: dict[str, Any], boots: list[BootResult]) -> str:
 
 # ------------------------------------------------------------------------------ values
 def _cell(b: BootResult) -> str:
-    return "-".join(f"{f}={getattr(b, f)}" for f in CELL_FIELDS if getattr(b, f) is not None)
+    return _cell_of({f: getattr(b, f) for f in CELL_FIELDS} | {"axes": b.axes})
+
+
+def _cell_of(fields: dict[str, Any]) -> str:
+    """The cell a result is of: its fields, then the matrix's extra axes (engine arguments,
+    variables) as the cell id has them."""
+    parts = [f"{f}={fields[f]}" for f in CELL_FIELDS if fields.get(f) is not None]
+    parts += [f"{k}={v}" for k, v in (fields.get("axes") or {}).items()]
+    return "-".join(parts)
 
 
 def _metric_values(boots: list[BootResult], metric: str, total_from_wall: bool) -> list[float]:
@@ -278,8 +286,7 @@ def _cell_machines(doc: dict[str, Any], boots: list[BootResult]) -> dict[str, di
     if not cells:
         ident = machine_identity(doc, boots)
         return {_cell(b): ident for b in boots}
-    return {"-".join(f"{f}={fields[f]}" for f in CELL_FIELDS if fields.get(f) is not None):
-            ident for fields, ident in cells}
+    return {_cell_of(fields): ident for fields, ident in cells}
 
 
 def _cell_machine_differences(base: dict[str, dict[str, Any]],

@@ -1,7 +1,8 @@
 """Result files -> one row per (configuration, model): the phases and the model's features.
 
 Configuration grouping (documented choice): boots are fitted separately per configuration,
-the tuple (platform, vLLM version, loader, compile_cache, page_cache, entrypoint). A cold
+the tuple (platform, vLLM version, loader, compile_cache, page_cache, entrypoint, and any
+engine-argument or variable axis of the run's matrix file: ``BootResult.axes``). A cold
 compile cache, a streaming loader or an evicted page cache change what a phase does, not
 only how long it takes, so one line per phase across them would mix physics; a predictor
 file holds one set of phase models per configuration and ``predict`` picks one.
@@ -162,7 +163,10 @@ def merged_machine(identities: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def config_key(r: BootResult) -> tuple[tuple[str, str | None], ...]:
-    return tuple((f, getattr(r, f)) for f in CONFIG_FIELDS)
+    """The configuration a boot is fitted in: CONFIG_FIELDS, then the matrix file's own axes
+    (engine arguments, variables: ``max_model_len=2048`` is another configuration)."""
+    return tuple((f, getattr(r, f)) for f in CONFIG_FIELDS) + tuple(
+        (str(k), str(v)) for k, v in r.axes.items())
 
 
 def config_label(key: tuple[tuple[str, str | None], ...] | dict[str, Any]) -> str:

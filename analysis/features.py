@@ -75,6 +75,8 @@ FEATURE_UNITS: dict[str, tuple[float, str]] = {
     "layers": (1.0, "layers"),
     "hidden_size": (1.0, ""),
     "capture_sizes": (1.0, "capture sizes"),
+    "max_model_len": (1e3, "k tokens (max_model_len)"),
+    "kv_cache_tokens": (1e3, "k KV-cache tokens"),
     "experts": (1.0, "experts"),
     "moe": (1.0, "flag"),
 }
@@ -153,6 +155,10 @@ class ModelFeatures(BaseModel):
     quantization: str | None = None
     dtype: str | None = None
     capture_sizes: Count | None = None
+    # What the boot's engine used, as vLLM reported it (BootResult.engine_config): features of
+    # the configuration more than of the model, recorded where a boot has them.
+    max_model_len: Count | None = None
+    kv_cache_tokens: Count | None = None
     compiled_graph_bytes: Count | None = None
     compiled_graph_method: str | None = None
     estimated: list[str] = Field(default_factory=list)
@@ -679,8 +685,12 @@ def boot_features(result: Any) -> ModelFeatures:
     cache = (result.evidence or {}).get("compile_cache_dir")
     if not (isinstance(cache, str) and Path(cache).is_dir()):
         cache = None
-    return from_model_dir(result.model_path, model=result.model, platform=result.platform,
-                          vllm_version=result.vllm_version, compile_cache_dir=cache)
+    engine = result.engine_config or {}
+    features = from_model_dir(result.model_path, model=result.model, platform=result.platform,
+                              vllm_version=result.vllm_version, compile_cache_dir=cache,
+                              capture_sizes=engine.get("num_capture_sizes"))
+    return features.model_copy(update={"max_model_len": engine.get("max_model_len"),
+                                       "kv_cache_tokens": engine.get("kv_cache_tokens")})
 
 
 # ---------------------------------------------------------------------- the reference study

@@ -163,7 +163,7 @@ def _read_document(path: Path) -> _Shard:
         vllm |= vv
         cells.append(_Cell(cid, clean, True, cell_info, str(path), written, True))
     for result in meta.get("unrecorded", []):
-        cid = cell_id({a: result.get(a) for a in CELL_AXES})
+        cid = cell_id({**{a: result.get(a) for a in CELL_AXES}, **(result.get("axes") or {})})
         cell_info = result.get("machine_info", info)
         clean = {k: v for k, v in result.items() if k != "machine_info"}
         s, vv = _versions_of(result)
@@ -208,7 +208,7 @@ def _read_cells_log(path: Path) -> _Shard:
             raise MergeError(f"{path}:{n}: not a BootResult: {validation_summary(exc)}") \
                 from exc
         params = entry.get("params") if isinstance(entry.get("params"), dict) else \
-            {a: getattr(result, a) for a in CELL_AXES}
+            {**{a: getattr(result, a) for a in CELL_AXES}, **result.axes}
         cid = entry.get("cell") or cell_id(params)
         checks = entry.get("checks_failed") or []
         info = entry.get("machine_info") if isinstance(entry.get("machine_info"), dict) else {}

@@ -32,13 +32,22 @@ from typing import Any
 import pytest
 
 from benchmarks.compact import STATS_TIMER, measured_walls, wall_stats
-from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
+from benchmarks.matrix import (
+    AXES,
+    AXIS_OPTIONS,
+    BUILT_IN,
+    Cell,
+    Plan,
+    cell_from_params,
+    load_plan,
+    select,
+    split_values,
+)
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
     BootResult,
     SchemaError,
-    cell_id,
     gpu_models,
     new_document,
     write_document,
@@ -57,9 +66,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     for axis, option in AXIS_OPTIONS.items():
         group.addoption(f"--{option}", dest=f"coldstart_{axis}", default=None,
                         help=f"comma-separated values: narrow the {axis} axis")
-    group.addoption("--rounds", type=int, default=1, help="boots per cell (default 1)")
-    group.addoption("--boot-timeout", type=float, default=900.0,
-                    help="hard limit for one boot, in seconds (default 900)")
+    group.addoption("--rounds", type=int, default=None,
+                    help="boots per cell (default: the matrix file's rounds, else 1)")
+    group.addoption("--boot-timeout", type=float, default=None,
+                    help="hard limit for one boot, in seconds (default: the matrix file's "
+                         "boot_timeout, else 900)")
+    group.addoption("--budget-baseline", type=Path, default=None,
+                    help="a saved run (JSON): each cell fails when its median round is slower "
+                         "than --budget-ratio x the same cell there, in the time to ready or "
+                         "in a phase that took 1 s or more there")
+    group.addoption("--budget-ratio", type=float, default=1.25,
+                    help="with --budget-baseline: the slowdown allowed (default 1.25)")
     group.addoption("--resume", type=Path, default=None,
                     help="a JSON of an earlier run: skip its cells measured with every check "
                          "passing, keep their results (same machine, vLLM and --rounds)")
@@ -73,19 +90,43 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _selected_cells(config: pytest.Config) -> list[Cell]:
+    from benchmarks.matrixfile import MatrixFileError
+
     try:
         narrow = {axis: split_values(config.getoption(f"coldstart_{axis}"), AXIS_OPTIONS[axis])
                   for axis in AXES}
-        return select(config.getoption("matrix"), **narrow)
+        plan = load_plan(config.getoption("matrix"), check_engine_args=True)
+        config._coldstart_plan = plan
+        return select(plan, **narrow)
+    except MatrixFileError as exc:
+        # A matrix file that cannot run: its one line (FILE:LINE: key: ...), exit 2, no boot.
+        pytest.exit(str(exc), returncode=2)
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+DEFAULT_ROUNDS = 1
+DEFAULT_BOOT_TIMEOUT_S = 900.0
+
+
+def run_setting(config: pytest.Config, name: str) -> Any:
+    """``rounds`` / ``boot_timeout``: the command line's, else the matrix file's, else ours."""
+    given = config.getoption(name)
+    if given is not None:
+        return given
+    plan: Plan | None = getattr(config, "_coldstart_plan", None)
+    from_file = getattr(plan.settings, name, None) if plan and plan.settings else None
+    if from_file is not None:
+        return from_file
+    return DEFAULT_ROUNDS if name == "rounds" else DEFAULT_BOOT_TIMEOUT_S
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Bad options stop the session here, once, with pytest's usage exit code."""
     if not hasattr(config.option, "matrix"):
         return
-    rounds = config.getoption("rounds")
+    config._coldstart_cells = _selected_cells(config)
+    rounds = run_setting(config, "rounds")
     if rounds < 1:
         raise pytest.UsageError("--rounds must be >= 1")
     # Refused rather than worked around: --benchmark-disable asks pytest-benchmark to run each
@@ -97,13 +138,23 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--rounds {rounds} needs pytest-benchmark enabled: "
                                 "--benchmark-disable runs each cell once; drop it "
                                 "(or add --benchmark-enable)")
-    boot_timeout = config.getoption("boot_timeout")
+    boot_timeout = run_setting(config, "boot_timeout")
     if not (boot_timeout > 0 and math.isfinite(boot_timeout)):  # NaN compares false
         raise pytest.UsageError(f"--boot-timeout {boot_timeout}: must be a number of "
                                 "seconds > 0")
     if config.getoption("runai_concurrency") < 1:
         raise pytest.UsageError("--runai-concurrency must be >= 1 (reader threads)")
-    config._coldstart_cells = _selected_cells(config)
+    if not (config.getoption("budget_ratio") > 0 and math.isfinite(config.getoption("budget_ratio"))):
+        raise pytest.UsageError(f"--budget-ratio {config.getoption('budget_ratio')}: must be a "
+                                "number > 0")
+    baseline = config.getoption("budget_baseline")
+    if baseline is not None:
+        from benchmarks.budgets import read_baseline
+
+        try:
+            config._coldstart_baseline = read_baseline(baseline)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--budget-baseline {exc}") from None
     resume = config.getoption("resume")
     config._coldstart_resumed = _resumable_entries(config, resume) if resume else {}
     config._coldstart_signals = _stop_cleanly_on_signals()
@@ -140,8 +191,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not set(AXES) <= set(metafunc.fixturenames):
         return
     cells = metafunc.config._coldstart_cells
-    metafunc.parametrize(",".join(AXES), [tuple(c.params().values()) for c in cells],
-                         ids=[c.id for c in cells])
+    if any(c.extra for c in cells):
+        # The matrix file's own axes travel as one more argument (flattened into the JSON's
+        # params by _complete); without them the parameters are exactly today's five.
+        metafunc.parametrize(",".join([*AXES, "cell_extra"]),
+                             [(*(c.params()[a] for a in AXES), dict(c.extra)) for c in cells],
+                             ids=[c.id for c in cells])
+    else:
+        metafunc.parametrize(",".join(AXES), [tuple(c.params().values()) for c in cells],
+                             ids=[c.id for c in cells])
+
+
+@pytest.fixture
+def cell_extra() -> dict[str, Any]:
+    """A cell's axes beyond the five: none unless the matrix file has some (parametrized)."""
+    return {}
 
 
 class ColdstartSession:
@@ -149,8 +213,10 @@ class ColdstartSession:
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        self.rounds = config.getoption("rounds")
-        self.boot_timeout = config.getoption("boot_timeout")
+        self.rounds = run_setting(config, "rounds")
+        self.boot_timeout = run_setting(config, "boot_timeout")
+        self.plan: Plan | None = getattr(config, "_coldstart_plan", None)
+        self.baseline: dict[str, Any] = getattr(config, "_coldstart_baseline", {})
         self.runai_concurrency = config.getoption("runai_concurrency")
         self.results: dict[str, BootResult] = {}
         self.checks_failed: dict[str, list[str]] = {}
@@ -227,9 +293,9 @@ def _resumable_entries(config: pytest.Config, path: Path) -> dict[str, dict[str,
     if theirs_rounds is None:
         raise pytest.UsageError(f"--resume {path}: no {DOCUMENT_KEY}.rounds: not the JSON of "
                                 "`pytest benchmarks/ --benchmark-json`")
-    if theirs_rounds != config.getoption("rounds"):
+    if theirs_rounds != run_setting(config, "rounds"):
         raise pytest.UsageError(f"--resume {path}: measured with --rounds {theirs_rounds}, "
-                                f"this run asks for --rounds {config.getoption('rounds')}")
+                                f"this run asks for --rounds {run_setting(config, 'rounds')}")
     if not config.getoption("resume_any_machine"):
         from benchmarks.provenance import machine_facts
 
@@ -244,7 +310,7 @@ def _resumable_entries(config: pytest.Config, path: Path) -> dict[str, dict[str,
         params, extra = entry.get("params"), entry["extra_info"]
         if (isinstance(params, dict) and set(AXES) <= set(params)
                 and extra.get("state") == "measured" and extra.get("checks_failed") == []):
-            out[cell_id({a: params[a] for a in AXES})] = entry
+            out[cell_from_params(params).id] = entry
     return out
 
 
@@ -268,7 +334,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     session = getattr(item.config, "_coldstart", None)
     if callspec is None or session is None or not set(AXES) <= set(callspec.params):
         return
-    cell = Cell(*(callspec.params[a] for a in AXES))
+    cell = cell_from_params(callspec.params)
     if cell.id in session.results or cell.id in session.resumed:
         return
     if report.failed or report.skipped:
@@ -280,7 +346,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             state=state, error=reason if state == "failed" else None,
             skip_reason=reason if state == "skipped" else None,
             log_tail=report.longreprtext[-3000:] if state == "failed" else None,
-            **cell.params()))
+            **cell.params(base_only=True), axes=dict(cell.extra)))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -327,7 +393,12 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
     benchmarks = doc.setdefault("benchmarks", [])
     # An entry without our fields (an error between the boot and extra_info) is not a result.
     benchmarks[:] = [b for b in benchmarks if "phases" in (b.get("extra_info") or {})]
-    present = {cell_id({a: b["params"][a] for a in AXES})
+    for b in benchmarks:  # the matrix file's own axes, as plain parameters beside the five
+        params = b.get("params") or {}
+        if isinstance(params.get("cell_extra"), dict):
+            b["params"] = {**{k: v for k, v in params.items() if k != "cell_extra"},
+                           **params["cell_extra"]}
+    present = {cell_from_params(b["params"]).id
                for b in benchmarks if set(AXES) <= set(b.get("params") or {})}
     for cid, entry in resumed.items():
         if cid not in present:
@@ -341,7 +412,7 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
     doc[DOCUMENT_KEY] = {
         "schema_version": SCHEMA_VERSION,
         "matrix": config.getoption("matrix"),
-        "rounds": config.getoption("rounds"),
+        "rounds": run_setting(config, "rounds"),
         # What made the run, for the report: pytest's own arguments as given.
         "command": shlex.join(["pytest", *config.invocation_params.args]),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

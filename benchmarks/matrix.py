@@ -7,8 +7,9 @@ are matched across vLLM releases by that id.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, cell_id
 
@@ -24,20 +25,38 @@ MATRIX_DIR = Path(__file__).parent / "matrices"
 BUILT_IN = ("smoke", "scaling", "full")
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True)
 class Cell:
     model: str
     loader: str
     compile_cache: str
     page_cache: str
     entrypoint: str = "offline"
+    # The matrix file's axes beyond the five (engine arguments, environment variables), in
+    # the file's order: they follow the five in the cell id, only where the matrix has them.
+    extra: tuple[tuple[str, Any], ...] = ()
 
-    def params(self) -> dict[str, str]:
-        return asdict(self)
+    def params(self, base_only: bool = False) -> dict[str, Any]:
+        base = {"model": self.model, "loader": self.loader, "compile_cache": self.compile_cache,
+                "page_cache": self.page_cache, "entrypoint": self.entrypoint}
+        return base if base_only else {**base, **dict(self.extra)}
 
     @property
     def id(self) -> str:
         return cell_id(self.params())
+
+    def __lt__(self, other: Cell) -> bool:
+        return self.id < other.id
+
+
+@dataclass
+class Plan:
+    """A matrix made ready to run: its cells, each model's source and settings, the file's."""
+
+    cells: list[Cell]
+    models: dict[str, Any] = field(default_factory=dict)  # label -> benchmarks.matrixfile.Model
+    settings: Any = None  # benchmarks.matrixfile.Settings
+    path: Path | None = None
 
 
 def matrix_path(matrix: str) -> Path:
@@ -51,25 +70,56 @@ def matrix_path(matrix: str) -> Path:
                      "a matrix file (.yaml)")
 
 
-def matrix_cells(matrix: str) -> list[Cell]:
-    """The cells of a built-in matrix or a matrix file, in the file's order."""
-    from benchmarks.matrixfile import BASE_AXES, load
+def load_plan(matrix: str, *, check_engine_args: bool = False) -> Plan:
+    """Read a built-in matrix or a matrix file: its cells in the file's order, with models.
+
+    ``check_engine_args`` checks engine-argument names against the installed vLLM (a
+    subprocess that imports it) where the file names any.
+    """
+    from benchmarks import matrixfile
 
     path = matrix_path(matrix)
-    models, points, settings = load(path)
-    # What the file may say beyond fixtures and the four base axes (folders, hub ids, engine
-    # arguments, environment variables, budgets) is read and checked, but the cells pytest
-    # runs carry the base axes only: refused rather than booted without it.
-    beyond = [f"model {m.label!r} ({m.kind})" for m in models if m.kind != "fixture"]
-    beyond += [f"settings of model {m.label!r}" for m in models if m.engine_args or m.env
-               or m.budgets]
-    beyond += sorted({k for p in points for k in p if k not in BASE_AXES})
-    beyond += [k for k in ("budgets", "engine_args", "env") if getattr(settings, k)]
-    if beyond:
-        raise ValueError(f"{path}: {', '.join(beyond)}: checked, but pytest benchmarks/ runs "
-                         "fixture models on the loader / compile_cache / page_cache / "
-                         "entrypoint axes only in this release")
-    return [Cell(m.label, **{k: str(p[k]) for k in BASE_AXES}) for m in models for p in points]
+    models, points, settings = matrixfile.load(path)
+    if check_engine_args and matrixfile.names_engine_args(models, points, settings):
+        models, points, settings = matrixfile.load(
+            path, engine_arg_names=matrixfile.engine_arg_names())
+    cells = [cell for m in models for cell in model_cells(m, points)]
+    return Plan(_unique(cells), {m.label: m for m in models}, settings, path)
+
+
+def model_cells(model: Any, points: list[dict[str, Any]]) -> list[Cell]:
+    """One model's cells: a value the model entry sets itself (an engine argument or a
+    variable) wins over the same axis, and ``enforce_eager: true`` makes its cells compile
+    nothing (compile_cache off), as the id then says."""
+    from benchmarks.matrixfile import BASE_AXES
+
+    own = dict(model.engine_args) | dict(model.env)
+    cells = []
+    for point in points:
+        base = {k: str(point[k]) for k in BASE_AXES}
+        if own.get("enforce_eager") is True:
+            base["compile_cache"] = "off"
+        extra = tuple((k, own.get(k, v)) for k, v in point.items() if k not in BASE_AXES)
+        cells.append(Cell(model.label, **base, extra=extra))
+    return _unique(cells)
+
+
+def _unique(cells: list[Cell]) -> list[Cell]:
+    return list(dict.fromkeys(cells))
+
+
+def cell_from_params(params: dict[str, Any]) -> Cell:
+    """The cell of a test's parameters (the five axes, and ``cell_extra`` where the matrix
+    has more), as pytest's callspec or a JSON entry's flattened ``params`` hold them."""
+    extra = params.get("cell_extra")
+    if extra is None:
+        extra = {k: v for k, v in params.items() if k not in AXES}
+    return Cell(*(params[a] for a in AXES), extra=tuple(extra.items()))
+
+
+def matrix_cells(matrix: str) -> list[Cell]:
+    """The cells of a built-in matrix or a matrix file, in the file's order."""
+    return load_plan(matrix).cells
 
 
 def _scaling_models() -> tuple[str, ...]:
@@ -98,32 +148,34 @@ def split_values(raw: str | None, option: str) -> list[str] | None:
     return values
 
 
-def select(matrix: str, **narrow: list[str] | None) -> list[Cell]:
+def select(matrix: str | Plan, **narrow: list[str] | None) -> list[Cell]:
     """The cells of ``matrix``, narrowed on any axis (``loader=["safetensors"]``, ...).
 
     ``model`` replaces the matrix's models (every configuration of the matrix, for each model
-    given); the other axes filter. A value an axis does not know, or a selection that leaves
-    no cell, is an error, never an empty run.
+    given: a fixture name, a model folder or a hub id); the other axes filter. A value an axis
+    does not know, or a selection that leaves no cell, is an error, never an empty run.
     """
+    plan = matrix if isinstance(matrix, Plan) else load_plan(matrix)
+    name = matrix if isinstance(matrix, str) else str(plan.path)
     unknown_axes = set(narrow) - set(AXES)
     if unknown_axes:
         raise ValueError(f"unknown axis {sorted(unknown_axes)}; axes: {', '.join(AXES)}")
     allowed = {"loader": LOADERS, "compile_cache": COMPILE_CACHE_MODES,
                "page_cache": PAGE_CACHE_MODES, "entrypoint": ENTRYPOINTS}
-    cells = matrix_cells(matrix)
+    cells = plan.cells
     # A value named twice is one cell, not two with ids suffixed 0 and 1.
     narrow = {axis: list(dict.fromkeys(values)) if values else values
               for axis, values in narrow.items()}
     models = narrow.get("model")
     if models:
-        from fixtures.catalog import CATALOG
-
-        unknown = [m for m in models if m not in CATALOG]
-        if unknown:
-            raise ValueError(f"unknown model {unknown}; choose from {', '.join(sorted(CATALOG))}")
-        configs = dict.fromkeys((c.loader, c.compile_cache, c.page_cache, c.entrypoint)
-                                for c in cells)
-        cells = [Cell(m, *cfg) for m in models for cfg in configs]
+        chosen = [plan.models.get(m) or _model_named(m) for m in models]
+        for m in chosen:
+            plan.models.setdefault(m.label, m)
+        configs = list(dict.fromkeys(
+            (c.loader, c.compile_cache, c.page_cache, c.entrypoint, c.extra) for c in cells))
+        points = [{"loader": lo, "compile_cache": cc, "page_cache": pc, "entrypoint": ep,
+                   **dict(extra)} for lo, cc, pc, ep, extra in configs]
+        cells = _unique([c for m in chosen for c in model_cells(m, points)])
     for axis, values in narrow.items():
         if axis == "model" or not values:
             continue
@@ -132,6 +184,16 @@ def select(matrix: str, **narrow: list[str] | None) -> list[Cell]:
             raise ValueError(f"unknown {axis} {unknown}; choose from {', '.join(allowed[axis])}")
         cells = [c for c in cells if getattr(c, axis) in values]
     if not cells:
-        raise ValueError(f"no cell of matrix {matrix!r} is left after narrowing "
+        raise ValueError(f"no cell of matrix {name!r} is left after narrowing "
                          f"({', '.join(f'{k}={v}' for k, v in narrow.items() if v)})")
     return cells
+
+
+def _model_named(text: str) -> Any:
+    """``--models`` value: a fixture name, else a model folder, else a hub id (ORG/NAME)."""
+    from benchmarks.matrixfile import MatrixFileError, model_from_string
+
+    try:
+        return model_from_string(text)
+    except MatrixFileError as exc:
+        raise ValueError(f"--models {text!r}: {str(exc).split(': ', 1)[-1]}") from None

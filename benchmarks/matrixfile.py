@@ -57,7 +57,8 @@ AXIS_DEFAULTS = {"loader": "safetensors", "compile_cache": "cold", "page_cache":
 RESERVED_ENGINE_ARGS = frozenset({"model", "load_format", "model_loader_extra_config",
                                   "enforce_eager"})
 BUDGET_KEYS = ("ready_s", *PHASE_NAMES)
-_ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
+_ENV_NAME = ENV_NAME
 _ARG_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
@@ -334,6 +335,10 @@ def _resolve(path: Path, base: Path) -> Path:
 
 def _model(entry: ModelEntry, i: int, fixtures: set[str], base: Path, fail) -> Model:
     for key, value in entry.engine_args.items():
+        if key == "enforce_eager":  # a model that must boot eager: its cells compile nothing
+            if not isinstance(value, bool):
+                raise fail(["models", i, "engine_args", key], "true or false")
+            continue
         if key in RESERVED_ENGINE_ARGS:
             raise fail(["models", i, "engine_args", key],
                        "set by the axes (model, loader, compile_cache), not by hand")
@@ -356,7 +361,8 @@ def _model(entry: ModelEntry, i: int, fixtures: set[str], base: Path, fail) -> M
         label = entry.name or folder.name
         return Model(label, "path", str(folder), **common)
     if not re.match(r"^[\w.-]+/[\w.-]+$", entry.hub or ""):
-        raise fail(["models", i, "hub"], f"{entry.hub!r} is not a hub id (ORG/NAME)")
+        raise fail(["models", i, "hub"], f"unknown model {entry.hub!r}: not a fixture "
+                   "(`python -m fixtures list`), a model folder, or a hub id (ORG/NAME)")
     return Model(entry.label, "hub", entry.hub, **common)  # type: ignore[arg-type]
 
 
@@ -453,7 +459,9 @@ def _check_engine_args(spec: MatrixFile, models: list[Model], points: list[dict[
     listed = len(spec.models) if isinstance(spec.models, list) else 0
     for i, m in enumerate(models):
         for name, _ in m.engine_args:
-            check(name, ["models", i, "engine_args", name] if i < listed else ["serve_params"])
+            if name != "enforce_eager":  # a model's own, checked by _model
+                check(name, ["models", i, "engine_args", name] if i < listed
+                      else ["serve_params"])
     where = "configurations" if spec.configurations is not None else "axes"
     for i, point in enumerate(points):
         for name in point:
@@ -462,6 +470,25 @@ def _check_engine_args(spec: MatrixFile, models: list[Model], points: list[dict[
     for key in spec.env:
         if not _ENV_NAME.match(key):
             raise fail(["env", key], "an environment variable is UPPER_CASE")
+
+
+def names_engine_args(models: list[Model], points: list[dict[str, Any]],
+                      settings: Settings) -> bool:
+    """Whether a loaded matrix names any engine argument (then worth checking against vLLM)."""
+    return bool(settings.engine_args or any(m.engine_args for m in models) or any(
+        k not in BASE_AXES and not _ENV_NAME.match(k) for p in points for k in p))
+
+
+def model_from_string(text: str, base: Path | None = None) -> Model:
+    """A model named on the command line (``--models``): a fixture name, else a model
+    folder, else a hub id; a MatrixFileError (one line) when it is none of them."""
+    fixtures = _fixture_names()
+    entry = _entry_from_string(text, fixtures, base or Path.cwd())
+
+    def fail(_loc: Any, message: str) -> MatrixFileError:
+        return MatrixFileError(f"{text}: {message}")
+
+    return _model(entry, 0, fixtures, base or Path.cwd(), fail)
 
 
 def _closest(name: str, known: Iterable[str]) -> str | None:

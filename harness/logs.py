@@ -244,8 +244,14 @@ def _fact_value(key: str, found: re.Match[str]) -> Any:
         return True
     if key == "cuda_graph_sizes":
         return sorted(int(v) for v in re.findall(r"\d+", value))
-    if key == "weights_gib":
+    if key in ("weights_gib", "kv_cache_gib"):
         return float(value)
+    if key in ("cfg_max_model_len", "cfg_tensor_parallel_size", "cfg_pipeline_parallel_size"):
+        return int(value)
+    if key == "cfg_enable_prefix_caching":
+        return value == "True"
+    if key == "cfg_quantization" and value == "None":
+        return None
     if key == "kv_cache_tokens":
         return int(value.replace(",", ""))
     if key == "enforce_eager":
@@ -266,6 +272,20 @@ def _compile_cache(facts: dict[str, Any]) -> str:
         if f"compile_cache_{observed}" in facts:
             return observed
     return "unknown"
+
+
+def engine_config(facts: dict[str, Any]) -> dict[str, Any]:
+    """The engine configuration vLLM resolved and reported in its log: max_model_len, dtype,
+    quantization, TP / PP size, prefix caching, KV-cache dtype, capture sizes (their number
+    is a feature of the study's graph-capture model), KV-cache tokens and GiB."""
+    out = {k.removeprefix("cfg_"): v for k, v in facts.items() if k.startswith("cfg_")}
+    for key in ("enforce_eager", "kv_cache_tokens", "kv_cache_gib"):
+        if key in facts:
+            out[key] = facts[key]
+    if "cuda_graph_sizes" in facts:
+        out["cudagraph_capture_sizes"] = facts["cuda_graph_sizes"]
+        out["num_capture_sizes"] = len(facts["cuda_graph_sizes"])
+    return out
 
 
 def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
@@ -812,4 +832,5 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
         subphases=subphases, compile_cache_observed=facts.get("compile_cache"),
         log_durations=dict(scan.durations), events=scan.events, error=error, log_tail=log_tail,
         versions={"vllm": version} if version else {}, evidence=evidence,
+        engine_config=engine_config(facts),
     )

@@ -170,6 +170,12 @@ class BootResult(BaseModel):
     versions: dict[str, str] = Field(default_factory=dict)
     # Loader / storage evidence, page-cache residency, bytes read, etc.
     evidence: dict[str, Any] = Field(default_factory=dict)
+    # What vLLM resolved and said it uses (harness.logs.engine_config): max_model_len, dtype,
+    # quantization, tensor_parallel_size, capture sizes, KV-cache tokens and GiB, ...
+    engine_config: dict[str, Any] = Field(default_factory=dict)
+    # The cell's axes beyond loader / compile_cache / page_cache / entrypoint (engine
+    # arguments and environment variables a matrix file varies), as in its cell id.
+    axes: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _every_phase_accounted_for(self) -> BootResult:

@@ -52,7 +52,8 @@ def test_a_failed_cell_is_in_the_json_with_its_reason(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--matrix", "huge"], "unknown matrix 'huge'"),
     (["--loaders", "pickle"], "unknown loader ['pickle']"),
-    (["--models", "gpt-5"], "unknown model ['gpt-5']"),
+    (["--models", "gpt-5"], "unknown model 'gpt-5': not a fixture"),
+    (["--models", "/no/such/model"], "model folder /no/such/model does not exist"),
     (["--rounds", "0"], "--rounds must be >= 1"),
     (["--boot-timeout", "0"], "--boot-timeout 0.0: must be a number of seconds > 0"),
     (["--boot-timeout", "nan"], "--boot-timeout nan: must be a number of seconds > 0"),

@@ -96,9 +96,11 @@ def test_serve_params_sets_are_models(tmp_path, model_folder):
     ("models: [smollm2-135m]\nrounds: 0\n", 2, ["rounds", "greater than or equal to 1"]),
     ("models: [smollm2-135m]\nroundz: 2\n", 2, ["roundz", "Extra inputs are not permitted"]),
     ("models: [smollm2-135m]\nrounds: 2\nrounds: 3\n", 3, ["given twice"]),
-    ("models:\n  - fixture: smollm2-135m\n    engine_args: {enforce_eager: true}\n", 3,
-     ["enforce_eager", "set by the axes"]),
-    ("models:\n  - hub: not a hub id\n", 2, ["models.0.hub", "not a hub id"]),
+    ("models:\n  - fixture: smollm2-135m\n    engine_args: {enforce_eager: 1}\n", 3,
+     ["models.0.engine_args.enforce_eager", "true or false"]),
+    ("models: [smollm2-135m]\naxes:\n  enforce_eager: [true]\n", 3,
+     ["axes.enforce_eager.0", "set by the axes"]),
+    ("models:\n  - hub: not a hub id\n", 2, ["models.0.hub", "not a fixture", "(ORG/NAME)"]),
     ("models:\n  - fixture: no-such-fixture\n", 2, ["unknown fixture"]),
     ("models: [smollm2-135m]\nversion: 7\n", 2, ["version", "reads 1"]),
 ])
@@ -151,11 +153,35 @@ def test_a_matrix_file_by_path_selects_its_cells(tmp_path):
     assert [c.compile_cache for c in select(str(path), compile_cache=["warm"])] == ["warm"]
 
 
-def test_what_pytest_cannot_run_yet_is_refused_not_dropped(tmp_path, model_folder):
-    from benchmarks.matrix import select
+def test_folders_engine_argument_axes_and_a_models_own_settings_make_the_cells(
+        tmp_path, model_folder):
+    from benchmarks.matrix import load_plan, select
 
-    path = _write(tmp_path, f"models: ['{model_folder}']\naxes:\n  max_model_len: [512]\n")
-    with pytest.raises(ValueError, match="'smol one' \\(path\\), max_model_len: checked, but"):
-        select(str(path))
+    path = _write(tmp_path, f"""models:
+  - path: '{model_folder}'
+    engine_args: {{enforce_eager: true}}
+  - fixture: smollm2-135m
+    engine_args: {{max_model_len: 512}}
+    budgets: {{ready_s: 1}}
+axes:
+  compile_cache: [cold]
+  max_model_len: [512, 2048]
+  VLLM_USE_AOT_COMPILE: ["0"]
+""")
+    plan = load_plan(str(path))
+    assert [c.id for c in plan.cells] == [
+        # enforce_eager: its cells compile nothing, and say so
+        "model=smol one-loader=safetensors-compile_cache=off-page_cache=warm-"
+        "entrypoint=offline-max_model_len=512-VLLM_USE_AOT_COMPILE=0",
+        "model=smol one-loader=safetensors-compile_cache=off-page_cache=warm-"
+        "entrypoint=offline-max_model_len=2048-VLLM_USE_AOT_COMPILE=0",
+        # the model's own max_model_len wins over the axis: one cell, not two
+        "model=smollm2-135m-loader=safetensors-compile_cache=cold-page_cache=warm-"
+        "entrypoint=offline-max_model_len=512-VLLM_USE_AOT_COMPILE=0"]
+    assert plan.models["smol one"].kind == "path"
+    assert dict(plan.models["smollm2-135m"].budgets) == {"ready_s": 1}
+    # --models narrows to any model: here a folder the file does not name
+    other = select(plan, model=[str(model_folder)])
+    assert {c.model for c in other} == {"smol one"}
     with pytest.raises(ValueError, match="unknown matrix 'smok'"):
         select("smok")
