@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except (SchemaError, ValueError) as exc:
         print(f"benchmarks.check: error: {exc}", file=sys.stderr)
         return 2
-    by_cell = {cell_id({a: getattr(r, a) for a in AXES}): r for r in results}
+    by_cell = {cell_id({**{a: getattr(r, a) for a in AXES}, **r.axes}): r for r in results}
     problems = []
     for cell in expected:
         r = by_cell.get(cell.id)
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     # their failed checks beside the result.
     for result in (doc.get(DOCUMENT_KEY) or {}).get("unrecorded", []):
         if result.get("checks_failed"):
-            cid = cell_id({a: result.get(a) for a in AXES})
+            cid = cell_id({**{a: result.get(a) for a in AXES}, **(result.get("axes") or {})})
             problems.append(f"{cid}: assertions failed: {result['checks_failed']}")
     for p in problems:
         print(f"benchmarks.check: {p}", file=sys.stderr)
