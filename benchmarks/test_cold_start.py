@@ -62,11 +62,13 @@ def _spec(cell: Cell, coldstart) -> BootSpec:
     engine_kwargs: dict = {}
     env: dict = {}
     provenance: dict = {}
+    own = dict(model.engine_args) | dict(model.env)  # the cell's axis holds these already
+    axis = {k: v for k, v in cell.extra if k not in own}
     layers = [(dict(settings.engine_args) if settings else {},
                dict(settings.env) if settings else {}, "matrix"),
               (dict(model.engine_args), dict(model.env), "matrix model"),
-              ({k: v for k, v in cell.extra if not ENV_NAME.match(k)},
-               {k: str(v) for k, v in cell.extra if ENV_NAME.match(k)}, "axis")]
+              ({k: v for k, v in axis.items() if not ENV_NAME.match(k)},
+               {k: str(v) for k, v in axis.items() if ENV_NAME.match(k)}, "axis")]
     for args, variables, source in layers:
         engine_kwargs.update(args)
         env.update(variables)

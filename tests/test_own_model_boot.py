@@ -100,9 +100,14 @@ axes:
                             str(matrix)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert check.returncode == 1 and "budget ready_s" in check.stdout + check.stderr
 
-    # one fit per configuration: the two lengths are two configurations
-    assert {r.axes.get("max_model_len") for r in read_results(out)} == {512, 2048}
+    # one fit per configuration: the two lengths are two configurations, and the fit says
+    # which one has too few models (here one model at 2048)
+    from analysis.dataset import config_key, config_label
+
+    labels = {config_label(config_key(r)) for r in read_results(out)}
+    assert {label.rsplit(" ", 1)[-1] for label in labels} == {"max_model_len=512",
+                                                              "max_model_len=2048"}
     fit = subprocess.run([sys.executable, "-m", "analysis.fit", str(out)], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     said = fit.stdout + fit.stderr
-    assert "max_model_len=2048" in said and "max_model_len=512" in said, said[-2000:]
+    assert "max_model_len=2048: " in said and "needs at least 2" in said, said[-2000:]
