@@ -152,7 +152,7 @@ def choose_group(doc: dict[str, Any], wanted: dict[str, str | None]) -> dict[str
         raise InputError(f"no fitted configuration matches {config_label(given)}; "
                          f"the predictor has: {options}")
     raise InputError(f"{len(matches)} fitted configurations match; choose with --loader / "
-                     f"--compile-cache / ...: {options}")
+                     f"--compile-cache / ... / --axis NAME=VALUE: {options}")
 
 
 def predict_features(group: dict[str, Any], features: ModelFeatures,
@@ -301,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     for f in CONFIG_FIELDS:
         parser.add_argument(f"--{f.replace('_', '-')}", dest=f, default=None,
                             help=f"choose the fitted configuration by {f}")
+    parser.add_argument("--axis", action="append", default=[], metavar="NAME=VALUE",
+                        help="choose the fitted configuration by an axis of the run's matrix "
+                             "file (an engine argument or variable: max_model_len=2048)")
     parser.add_argument("--capture-sizes", type=int,
                         help="number of CUDA-graph capture sizes (default: vLLM's default "
                              "list for the platform; 0 on CPU)")
@@ -318,7 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError(f"--capture-sizes {args.capture_sizes}: must be >= 0")
 
     doc = load_predictor(args.fit)
-    group = choose_group(doc, {f: getattr(args, f) for f in CONFIG_FIELDS})
+    bad = [a for a in args.axis if "=" not in a]
+    if bad:
+        raise InputError(f"--axis {bad[0]!r}: give NAME=VALUE")
+    group = choose_group(doc, {**{f: getattr(args, f) for f in CONFIG_FIELDS},
+                               **dict(a.split("=", 1) for a in args.axis)})
     key = group["key"]
     features = load_features(args.model, platform=key.get("platform"),
                              vllm_version=key.get("vllm_version"),

@@ -74,7 +74,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--budget-baseline", type=Path, default=None,
                     help="a saved run (JSON): each cell fails when its median round is slower "
                          "than --budget-ratio x the same cell there, in the time to ready or "
-                         "in a phase that took 1 s or more there")
+                         "in a phase that took 2 s or more there")
     group.addoption("--budget-ratio", type=float, default=1.25,
                     help="with --budget-baseline: the slowdown allowed (default 1.25)")
     group.addoption("--resume", type=Path, default=None,

@@ -360,7 +360,9 @@ def _model(entry: ModelEntry, i: int, fixtures: set[str], base: Path, fail) -> M
             raise fail(["models", i], f"model folder {folder} has no config.json")
         label = entry.name or folder.name
         return Model(label, "path", str(folder), **common)
-    if not re.match(r"^[\w.-]+/[\w.-]+$", entry.hub or ""):
+    from harness.boot import HUB_ID
+
+    if not HUB_ID.match(entry.hub or ""):
         raise fail(["models", i, "hub"], f"unknown model {entry.hub!r}: not a fixture "
                    "(`python -m fixtures list`), a model folder, or a hub id (ORG/NAME)")
     return Model(entry.label, "hub", entry.hub, **common)  # type: ignore[arg-type]

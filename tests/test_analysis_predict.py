@@ -270,3 +270,15 @@ def test_negative_counts_are_refused(fitted: dict, tmp_path: Path, capsys) -> No
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("analysis.predict: error: ")
         assert words in err
+
+
+def test_a_configuration_of_a_matrix_files_axis_is_chosen_by_that_axis():
+    from analysis._cli import InputError
+    from analysis.predict import choose_group
+
+    base = {"platform": "cpu", "loader": "safetensors", "compile_cache": "off"}
+    doc = {"groups": [{"key": {**base, "max_model_len": "512"}},
+                      {"key": {**base, "max_model_len": "2048"}}]}
+    with pytest.raises(InputError, match="--axis NAME=VALUE"):
+        choose_group(doc, {"loader": "safetensors"})
+    assert choose_group(doc, {"loader": "safetensors", "max_model_len": "2048"}) is doc["groups"][1]
