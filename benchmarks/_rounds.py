@@ -90,16 +90,17 @@ class PytestSlot:
     one failed round that says why, so the run goes on and the gate counts it."""
 
     def __init__(self, releases: Sequence[Release], envs: Sequence[Path], matrix: str, *,
-                 boot_timeout: float, extra_args: Sequence[str] = ()):
+                 boot_timeout: float | None, extra_args: Sequence[str] = ()):
         self.releases, self.envs, self.matrix = list(releases), list(envs), matrix
         self.boot_timeout, self.extra_args = boot_timeout, list(extra_args)
 
     def command(self, slot: Slot, out_json: Path) -> list[str]:
         cmd = [str(self.envs[slot.side] / "bin" / "python"), "-m", "pytest",
                "benchmarks/test_cold_start.py", "-p", "no:cacheprovider", "-q",
-               "--matrix", self.matrix, "--rounds", "1",
-               "--boot-timeout", f"{self.boot_timeout:g}", "--benchmark-json", str(out_json),
+               "--matrix", self.matrix, "--rounds", "1", "--benchmark-json", str(out_json),
                "--cells-log", f"{out_json}.cells.jsonl"]
+        if self.boot_timeout is not None:  # else the matrix file's, else pytest's default
+            cmd += ["--boot-timeout", f"{self.boot_timeout:g}"]
         for axis, option in AXIS_OPTIONS.items():
             cmd += [f"--{option}", getattr(slot.cell, axis)]
         return cmd + self.extra_args

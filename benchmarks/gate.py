@@ -67,7 +67,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rounds", type=int, default=4,
                     help="boots per cell and release (default 4: the fewest that can reach "
                          "p < 0.05)")
-    ap.add_argument("--boot-timeout", type=float, default=900.0, help="seconds per boot")
+    ap.add_argument("--boot-timeout", type=float, default=None,
+                    help="seconds per boot (default: the matrix file's, else 900)")
     ap.add_argument("--out-dir", type=Path, default=None,
                     help="where the documents go (default results/gate-BASE-vs-NEW)")
     ap.add_argument("--allow-busy-machine", action="store_true",
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.rounds < 1:
             raise GateError("--rounds must be >= 1")
-        if not args.boot_timeout > 0:
+        if args.boot_timeout is not None and not args.boot_timeout > 0:
             raise GateError("--boot-timeout must be > 0 seconds")
         package = default_package()
         releases = [parse_release(args.base, package), parse_release(args.new, package)]

@@ -249,7 +249,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         ap.add_argument(f"--{option}", dest=axis, default=None,
                         help=f"comma-separated values: narrow the {axis} axis")
     ap.add_argument("--rounds", type=int, default=2, help="boots per cell and release")
-    ap.add_argument("--boot-timeout", type=float, default=900.0, help="seconds per boot")
+    ap.add_argument("--boot-timeout", type=float, default=None,
+                    help="seconds per boot (default: the matrix file's, else 900)")
     ap.add_argument("--out-dir", type=Path, default=Path("results/history"))
     ap.add_argument("--png", type=Path, default=None, help="the plot (default OUT_DIR/history.png)")
     ap.add_argument("--title", default="", help="the plot's title")

@@ -105,7 +105,9 @@ def model_cells(model: Any, points: list[dict[str, Any]]) -> list[Cell]:
 
 
 def _unique(cells: list[Cell]) -> list[Cell]:
-    return list(dict.fromkeys(cells))
+    # By id: a model's own value for an axis may be a mapping (compilation_config), which
+    # does not hash.
+    return list({c.id: c for c in cells}.values())
 
 
 def cell_from_params(params: dict[str, Any]) -> Cell:
