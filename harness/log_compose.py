@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness import schema
-from harness.log_scan import LogScan, _compile_disabled
+from harness.log_scan import LogScan, _capture_applies, _compile_disabled
 
 # The instant each phase's evidence ends at, in boot order: a failed boot completed the
 # phases before the last one it reached.
@@ -20,7 +20,7 @@ _END_EVIDENCE: dict[str, tuple[str, ...]] = {
     "tokenizer_init": ("tokenizer_init_s",),
     "model_loading": ("model_loading_s", "load_weights_s", "v0_weights_loaded"),
     "torch_compile": ("torch_compile_total_s", "compile_time_s", "compiled_graph_load_s",
-                      "inductor_compile_s", "aot_loaded", "aot_saved"),
+                      "inductor_compile_s", "aot_loaded", "aot_saved", "tpu_compile_s"),
     "kv_cache_profiling": ("memory_profiling_s", "kv_cache_sized", "v0_blocks"),
     "cuda_graph_capture": ("graph_capture_s",),
 }
@@ -53,17 +53,72 @@ def _framework_bootstrap(scan: LogScan, notes: dict[str, str]) -> float | None:
     return end
 
 
+# Runners that print no "Model loading took": the CPU runner, the TPU runners.
+_NO_LOADING_TOTAL = ("cpu", "tpu")
+
+
+def _model_loading(scan: LogScan, notes: dict[str, str]) -> float | None:
+    """vLLM's "Model loading took" (or tpu-inference's total); where the runner prints none
+    (the CPU runner, the TPU runner, loaders whose total a paste left out) the printed parts:
+    "Loading weights took" and "Initializing model took", each read, their sum the phase."""
+    d = scan.durations
+    if "model_loading_s" in d:
+        return d["model_loading_s"]
+    if "load_weights_s" not in d:
+        return None
+    # Only where the runner prints no total, or the log went on past loading without one: a
+    # log cut right after the weights line may yet have printed "Model loading took".
+    weights_at = max(i for i, key in scan.order if key == "load_weights_s")
+    later = {key for name in ("torch_compile", "kv_cache_profiling", "cuda_graph_capture")
+             for key in (*_END_EVIDENCE[name], *_STARTS[name])} | {"init_engine_s"}
+    went_on = any(i > weights_at and key in later for i, key in scan.order)
+    if not went_on and str(scan.facts.get("platform")) not in _NO_LOADING_TOTAL:
+        notes["model_loading"] = ("'Loading weights took' is the log's last loading line: the "
+                                  "'Model loading took' after it may be cut off")
+        return None
+    parts = d["load_weights_s"] + d.get("model_init_s", 0.0)
+    notes["model_loading"] = (
+        "no 'Model loading took' line: vLLM's 'Loading weights took'"
+        + (" + 'Initializing model took'" if "model_init_s" in d else "")
+        + " (the weight post-processing after them is not timed in this log)")
+    return parts
+
+
+def _printed_total(scan: LogScan) -> tuple[float | None, str | None]:
+    """The start-up total the log prints: the study driver's "initialize_engine took" around
+    LLM(...), else vLLM's "init engine (profile, create kv cache, warmup model) took" (V1 and
+    V0 0.7+: everything after model loading)."""
+    d = scan.durations
+    for key, words in (("study_initialize_engine_s", "initialize_engine took"),
+                       ("init_engine_s", "init engine (profile, create kv cache, warmup model) "
+                                         "took")):
+        if key in d:
+            return d[key], words
+    return None, None
+
+
 def _torch_compile(scan: LogScan, notes: dict[str, str]) -> float | None:
     d = scan.durations
+    if "tpu_compile_s" in d:
+        notes["torch_compile"] = ("sum of the TPU runner's 'Compilation finished in X [secs]' "
+                                  "lines (the XLA precompile of every padded shape)")
+        return d["tpu_compile_s"]
+    parts = sum(d.get(k, 0.0) for k in
+                ("dynamo_transform_s", "inductor_compile_s", "compiled_graph_load_s"))
     if "torch_compile_total_s" in d:
+        # Where no version line says which release wrote "torch.compile takes X s in total",
+        # the 0.10/0.11 meaning (cache load left out) is possible too: the larger of the total
+        # and its parts is right under either.
         notes["torch_compile"] = "sum of vLLM's 'torch.compile took X s in total' lines"
-        return d["torch_compile_total_s"]
+        if parts > d["torch_compile_total_s"]:
+            notes["torch_compile"] = (
+                "Dynamo + Inductor + 'Directly load the compiled graph(s)': larger than the "
+                "'torch.compile takes X s in total' lines (0.10/0.11 leave the cache load out)")
+        return max(d["torch_compile_total_s"], parts)
     if "compile_time_s" in d:
         # Up to 0.11 this total is Dynamo + Inductor and leaves the cache load out; somewhere
         # after, the same words time the whole compile, load included. The larger of the total
         # and its parts is right under either meaning.
-        parts = sum(d.get(k, 0.0) for k in
-                    ("dynamo_transform_s", "inductor_compile_s", "compiled_graph_load_s"))
         notes["torch_compile"] = ("the larger of vLLM's 'torch.compile takes X s in total' and "
                                   "Dynamo + Inductor + 'Directly load the compiled graph(s)'")
         return max(d["compile_time_s"], parts)
@@ -110,12 +165,11 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     subphases: dict[str, float | None] = {}
     notes: dict[str, str] = {}
     how: dict[str, str] = {}
-    platform = str(facts.get("platform", "")).lower() or None
 
     phases["framework_bootstrap"] = _framework_bootstrap(scan, how)
     phases["tokenizer_init"] = d.get("tokenizer_init_s")
 
-    phases["model_loading"] = d.get("model_loading_s")
+    phases["model_loading"] = _model_loading(scan, how)
     subphases["model_loading.model_init"] = d.get("model_init_s")
     subphases["model_loading.load_weights"] = d.get("load_weights_s")
 
@@ -128,23 +182,25 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
         compile_s = _torch_compile(scan, how)
         compile_part = compile_s
     phases["torch_compile"] = compile_s
-    if compile_s is not None:
+    if not _compile_disabled(facts):
+        # Each part as printed, also where the total is not in the log (a paste cut before it).
+        known = compile_s is not None
         cache = facts.get("compile_cache")
         subphases["torch_compile.dynamo_transform"] = d.get("dynamo_transform_s")
         # A cache hit compiles nothing and a miss loads nothing: the log says so by the
         # absence of the other line, next to the line that is there.
         subphases["torch_compile.inductor_compile"] = d.get(
-            "inductor_compile_s", 0.0 if cache == "hit" and "compiled_graph_load_s" in d else None)
+            "inductor_compile_s",
+            0.0 if known and cache == "hit" and "compiled_graph_load_s" in d else None)
         subphases["torch_compile.compiled_graph_load"] = d.get(
-            "compiled_graph_load_s", 0.0 if cache == "miss" and "inductor_compile_s" in d else None)
+            "compiled_graph_load_s",
+            0.0 if known and cache == "miss" and "inductor_compile_s" in d else None)
 
     capture_s: float | None
     capture_part: float | None
-    if platform is not None and platform != "cuda" and platform != "rocm":
-        notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: no CUDA graphs on {platform}"
-        capture_s, capture_part = None, 0.0
-    elif facts.get("enforce_eager") is True:
-        notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: enforce_eager"
+    not_applicable = _capture_applies(facts)
+    if not_applicable:
+        notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: {not_applicable}"
         capture_s, capture_part = None, 0.0
     else:
         capture_s = d.get("graph_capture_s")
@@ -194,29 +250,54 @@ _STARTS: dict[str, tuple[str, ...]] = {
     "framework_bootstrap": (),
     "model_loading": ("model_loading_start",),
     "torch_compile": ("compile_start", "warmup_start"),
-    "kv_cache_profiling": (),
+    "kv_cache_profiling": ("profile_start",),
     "cuda_graph_capture": ("kv_cache_sized", "capture_start"),
 }
 
 
 def _unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str | None:
-    """The phase a log that stops before start-up finished was in: the first applicable one
-    after the last phase it shows the end of. Its start and the log's last instant bound how
-    long it ran at least (``scan.facts["unfinished"]``)."""
-    if "log_span_s" not in scan.facts:
-        return None
-    order = list(schema.PHASE_NAMES)
-    for name in _STARTS:
-        if order.index(name) <= reached:
-            continue
-        if notes.get(name, "").startswith(schema.NOT_APPLICABLE_PREFIX):
-            continue
-        starts = [t for key in _STARTS[name] for t in scan.marks.get(key, ())]
-        start = 0.0 if name == "framework_bootstrap" else (min(starts) if starts else None)
-        info: dict[str, Any] = {"phase": name}
-        if start is not None:
-            info["at_least_s"] = round(max(0.0, scan.facts["log_span_s"] - start), 6)
-        scan.facts["unfinished"] = info
-        return name
-    return None
+    """The phase a log that stops before start-up finished was in.
 
+    In this order: the phase the innermost vLLM frame of its traceback belongs to
+    (``facts["traceback_phase"]``); else the phase whose start is the last one the log shows,
+    where no end of it follows (line order: processes flush their timestamps out of order);
+    else the first applicable phase after the last one it shows the end of (the V0 engine
+    compiles only when asked: torch_compile is that phase only where a compile line shows).
+    Its start and the log's last instant bound how long it ran at least
+    (``scan.facts["unfinished"]``).
+    """
+    order = list(schema.PHASE_NAMES)
+
+    def applies(name: str) -> bool:
+        return not notes.get(name, "").startswith(schema.NOT_APPLICABLE_PREFIX)
+
+    name = scan.facts.get("traceback_phase")
+    if name is not None and not applies(name):
+        name = None
+    if name is None:
+        phase_of = {key: phase for phase, keys in _STARTS.items() for key in keys}
+        starts = [(i, phase_of[key]) for i, key in scan.order
+                  if key in phase_of and applies(phase_of[key])]
+        if starts:
+            at, phase = starts[-1]
+            if not any(i > at and key in _END_EVIDENCE[phase] for i, key in scan.order):
+                name = phase
+    if name is None:
+        compiles = any(k in scan.durations or k in scan.marks
+                       for k in (*_END_EVIDENCE["torch_compile"], *_STARTS["torch_compile"]))
+        for candidate in _STARTS:
+            if order.index(candidate) <= reached or not applies(candidate):
+                continue
+            if candidate == "torch_compile" and scan.facts.get("v0_engine") and not compiles:
+                continue
+            name = candidate
+            break
+    if name is None:
+        return None
+    info: dict[str, Any] = {"phase": name}
+    begun = [t for key in _STARTS[name] for t in scan.marks.get(key, ())]
+    start = 0.0 if name == "framework_bootstrap" else (min(begun) if begun else None)
+    if start is not None and "log_span_s" in scan.facts:
+        info["at_least_s"] = round(max(0.0, scan.facts["log_span_s"] - start), 6)
+    scan.facts["unfinished"] = info
+    return name

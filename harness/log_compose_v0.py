@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from harness import schema
-from harness.log_compose import _framework_bootstrap, _not_below_zero, _span, _torch_compile
+from harness.log_compose import (_framework_bootstrap, _model_loading, _not_below_zero, _span,
+                                 _torch_compile)
 from harness.log_scan import LogScan, _capture_applies, _compile_disabled
 
 def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | None],
                                         dict[str, str], dict[str, str]]:
-    """The V0 engine (LLMEngine, vLLM 0.3 .. 0.7): fewer lines, most phases from timestamps.
+    """The V0 engine (LLMEngine, vLLM 0.3 .. 0.10): fewer lines, most phases from timestamps.
 
     What each release prints (read from its wheel): 0.3 the engine line, "# GPU blocks" and
     graph capture; 0.4 and 0.5 also "Loading model weights took X GB" (the end of loading,
     its start is not logged); 0.6 also "Starting to load model"; 0.7 also "init engine
     (profile, create kv cache, warmup model) took" and "Memory profiling takes". A phase
-    whose start or end its release does not print is not in the log.
+    whose start or end its release does not print is not in the log. 0.8 .. 0.10 (the V0
+    engine kept beside V1) print durations of their own where a loader does ("Loading weights
+    took X seconds" on CPU): a printed duration is read before a span of whole-second stamps.
     """
     d, facts = scan.durations, scan.facts
     phases: dict[str, float | None] = {}
@@ -26,10 +29,13 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
 
     phases["framework_bootstrap"] = _framework_bootstrap(scan, how)
     phases["tokenizer_init"] = d.get("tokenizer_init_s")
-    loading = _span(scan, "model_loading_start", "v0_weights_loaded")
+    loading = _model_loading(scan, how)
+    if loading is None:
+        loading = _span(scan, "model_loading_start", "v0_weights_loaded")
+        if loading is not None:
+            how["model_loading"] = (f"{stamps}: 'Starting to load model' -> 'Loading model "
+                                    "weights took'")
     phases["model_loading"] = loading
-    if loading is not None:
-        how["model_loading"] = f"{stamps}: 'Starting to load model' -> 'Loading model weights took'"
     subphases["model_loading.model_init"] = d.get("model_init_s")
     subphases["model_loading.load_weights"] = d.get("load_weights_s")
 

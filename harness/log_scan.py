@@ -36,7 +36,20 @@ _BOOT_START = re.compile(registry.BOOT_START_REGEX)
 # the next boot begins.
 _PROCESS_FIRST = re.compile(registry.PROCESS_FIRST_LINES_REGEX)
 _FRONT_END = ("MainProcess", "APIServer")
-_PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)\)")
+_MODEL_LOADED = next(p.compiled for p in registry.LOG_PATTERNS if p.key == "model_loading_s")
+_LOADING_STARTS = [p.compiled for p in registry.LOG_PATTERNS
+                   if p.key in ("model_loading_start", "load_weights_s", "model_init_s")]
+# A process tag: "(EngineCore_DP0 pid=42)", "(VllmWorker rank=1 pid=43)", Ray's
+# "(RayWorkerWrapper pid=44, ip=10.0.0.2)". Wrappers nest them ("(EngineCore pid=1)
+# (RayWorkerWrapper pid=2, ip=..)", Ray Serve's replica before both): the innermost (last) tag
+# is the process that logged the line.
+_PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)"
+                      r"(?:,\s*ip=(?P<ip>[0-9A-Fa-f.:]+))?\)")
+_SOURCE_FILE = re.compile(r"([\w.\-]+\.py):\d+")
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>]+)\s*$')
+_CALL = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*)?(?:await\s+)?[\w.]*?\b(?P<func>\w+)\(")
+_COMPILER = re.compile(registry.TRACEBACK_COMPILER_PATH)
+_FUNCTION_PHASE = {f: phase for phase, names in registry.TRACEBACK_FUNCTIONS for f in names}
 # A line that reads like start-up timing (a timing word and a number); if no pattern takes
 # it, the scan reports it.
 _LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNORECASE)
@@ -67,6 +80,10 @@ class LogScan:
         not_applicable / unknown), ``timestamp_resolution_s``, ``log_span_s``, ``error``, ...
     unread : lines that read like start-up timing (took / takes / seconds ...) but matched no
         pattern, so a reworded line shows up instead of silently vanishing.
+    facts["engine"] : "v0" or "v1": from the "Initializing a V0 / V1 LLM engine" line, else from
+        the lines and processes only one engine has (``registry.V0_ONLY_KEYS`` ...).
+    facts["traceback_phase"] : the phase the innermost vLLM frame of a traceback belongs to
+        (``registry.TRACEBACK_PHASES``), where the log holds one.
     truncated : the log stops before start-up finished (no "init engine ... took" line and no
         ready line): the boot died or the log was cut.
     """
@@ -79,6 +96,9 @@ class LogScan:
     unread: list[str] = field(default_factory=list)
     truncated: bool = False
     lines_read: int = 0
+    # (line index, key) of every mark and duration line, in the order the log holds them
+    # (timestamps of processes flushing independently can be out of order; lines are not).
+    order: list[tuple[int, str]] = field(default_factory=list)
 
     def first(self, mark: str) -> float | None:
         times = self.marks.get(mark)
@@ -99,6 +119,18 @@ class _Line:
     pid: int | None
     subsecond: bool = False
     stamp: str | None = None  # the timestamp as written, "MM-DD HH:MM:SS[.fff]" or with a year
+    ip: str | None = None  # a Ray worker's node
+    prefix: str = ""  # what came before the level: wrappers and process tags
+    source: str | None = None  # "default_loader.py", from the "[file.py:123]" tag
+    # Every process tag of the prefix, outermost first: (name, pid, ip). The whole chain names
+    # the process (ranks under one EngineCore, Ray workers on several nodes with one pid).
+    tags: tuple[tuple[str, int, str | None], ...] = ()
+
+    @property
+    def who(self) -> Any:
+        """The process that logged the line; None: untagged (the front end, or a paste
+        without prefixes)."""
+        return self.tags or None
 
     @property
     def has_year(self) -> bool:
@@ -160,11 +192,16 @@ def _split(raw: str) -> _Line:
     header = _HEADER.match(clean)
     if header is None:
         return _Line(clean.strip(), clean, None, None, None, None)
-    proc = _PROCESS.search(header["prefix"])
+    tags = list(_PROCESS.finditer(header["prefix"]))
+    proc = tags[-1] if tags else None
+    where = _SOURCE_FILE.search(header["where"] or header["where_v0"] or "")
     return _Line(
         header["msg"].strip(), clean, _parse_timestamp(header["ts"]), header["level"],
         proc["name"] if proc else None, int(proc["pid"]) if proc else None,
         subsecond=any(c in header["ts"][-7:] for c in ".,"), stamp=header["ts"],
+        ip=proc["ip"] if proc else None, prefix=header["prefix"],
+        source=where.group(1) if where else None,
+        tags=tuple((t["name"], int(t["pid"]), t["ip"]) for t in tags),
     )
 
 
@@ -261,8 +298,28 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     # their own "Model loading took" (up to 0.11), and the boot waits for the slowest, so a
     # duration is summed within a process and the largest process total is the boot's.
     per_process: dict[str, dict[Any, list[float]]] = {}
+    # Ray (and other wrappers) print a worker's record again with the outer prefixes: the same
+    # instant and message from a chain of process tags that ends in one seen before (or that
+    # one ends in it) is that echo, read once.
+    seen: dict[tuple[str | None, str], list[tuple[Any, ...]]] = {}
+    processes: set[str] = set()
+    sources: list[str] = []
+    traceback_phase: str | None = None
+    after_frame = False
 
-    for line, t_s in zip(parsed, times):
+    for index, (line, t_s) in enumerate(zip(parsed, times)):
+        if line.level is not None:
+            chains = seen.setdefault((line.stamp, line.text), [])
+            if line.tags and any(_echo(line.tags, chain) for chain in chains):
+                continue
+            chains.append(line.tags)
+            processes.update(name for name, _, _ in line.tags)
+            if line.source:
+                sources.append(line.source)
+        frame = _traceback_phase(line, after_frame)
+        after_frame = _FRAME.search(line.text if line.level is not None else line.raw) is not None
+        if frame is not None:
+            traceback_phase = _innermost(traceback_phase, frame)
         if line.level in ("ERROR", "CRITICAL"):
             errors.append(line.text)
         matched = False
@@ -279,8 +336,8 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
                 if not math.isfinite(seconds):
                     continue
                 scan.occurrences.setdefault(pattern.key, []).append(seconds)
-                mine = per_process.setdefault(pattern.key, {}).setdefault(
-                    line.pid if line.pid is not None else line.process, [])
+                scan.order.append((index, pattern.key))
+                mine = per_process.setdefault(pattern.key, {}).setdefault(line.who, [])
                 mine.append(seconds)
                 scan.durations[pattern.key] = max(
                     values[-1] if pattern.repeats == "last" else sum(values)
@@ -288,6 +345,7 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
                 if t_s is not None:
                     scan.marks.setdefault(pattern.key, []).append(t_s)
             elif pattern.kind == "mark":
+                scan.order.append((index, pattern.key))
                 if t_s is not None:
                     scan.marks.setdefault(pattern.key, []).append(t_s)
                     scan.events.append({"process": line.process or "main", "pid": line.pid,
@@ -308,6 +366,17 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     if ranks:
         scan.facts["durations_from_processes"] = ranks
     scan.facts["compile_cache"] = _compile_cache(scan.facts)
+    scan.facts["engine"] = _engine(scan, processes, parsed)
+    if scan.facts["engine"] == "v0":
+        scan.facts["v0_engine"] = True
+    if "platform" not in scan.facts:
+        named = [registry.PLATFORM_FROM_SOURCE[s] for s in sources
+                 if s in registry.PLATFORM_FROM_SOURCE]
+        if named:
+            scan.facts["platform"] = named[0]
+            scan.facts["platform_from"] = "the source files of its lines"
+    if traceback_phase is not None:
+        scan.facts["traceback_phase"] = traceback_phase
     if errors:
         scan.facts["error"] = errors[0]
     finished = "init_engine_s" in scan.durations or any(
@@ -315,6 +384,64 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     scan.truncated = not finished
     return scan
 
+
+
+def _echo(tags: tuple[Any, ...], other: tuple[Any, ...]) -> bool:
+    """Two different chains of process tags, one the tail of the other: the same process, the
+    longer one with a wrapper's outer tags."""
+    if not other or tags == other:
+        return False
+    short, long = sorted((tags, other), key=len)
+    return long[-len(short):] == short
+
+
+def _engine(scan: LogScan, processes: set[str], parsed: list[_Line]) -> str:
+    """V0 or V1: the engine line where the log kept one, else the lines and processes only one
+    engine has, else the logger's format (the bracketless "file.py:123]" is 0.7 and older,
+    where V0 was the default)."""
+    if scan.facts.get("v1_engine"):
+        return "v1"
+    if scan.facts.get("v0_engine"):
+        return "v0"
+    seen = set(scan.marks) | set(scan.durations) | {k for _, k in scan.order}
+    def named(names: tuple[str, ...]) -> int:
+        # "EngineCore", "EngineCore_DP0", "Worker_TP1": the name, or the name and a suffix
+        return sum(any(p == n or p.startswith(n + "_") for p in processes) for n in names)
+
+    v0 = sum(k in seen for k in registry.V0_ONLY_KEYS) + named(registry.V0_PROCESSES)
+    v1 = sum(k in seen for k in registry.V1_ONLY_KEYS) + named(registry.V1_PROCESSES)
+    if v0 != v1:
+        return "v0" if v0 > v1 else "v1"
+    headers = [line for line in parsed if line.level is not None]
+    if headers and v0 and all(line.source and "[" not in line.raw.split(line.source)[0][-1:]
+                              for line in headers):
+        return "v0"
+    return "v1"
+
+
+def _traceback_phase(line: _Line, after_frame: bool) -> str | None:
+    """The start-up phase a traceback line names: a frame's function or compiler path, or,
+    on the source line under a frame, the function it calls."""
+    text = line.text if line.level is not None else line.raw
+    frame = _FRAME.search(text)
+    if frame is not None:
+        if frame["func"] in _FUNCTION_PHASE:
+            return _FUNCTION_PHASE[frame["func"]]
+        return "torch_compile" if _COMPILER.search(frame["path"]) else None
+    if after_frame:
+        call = _CALL.match(re.sub(r"^\[rank\d+\]:", "", text))
+        if call is not None:
+            return _FUNCTION_PHASE.get(call["func"])
+    return None
+
+
+def _innermost(before: str | None, frame: str) -> str:
+    # Frames print outermost first, so a later frame is deeper. A compiler frame under a
+    # model's construction (vLLM's compile decorator wraps __init__) does not move the crash
+    # out of model loading; anywhere else the deeper frame wins.
+    if frame == "torch_compile" and before == "model_loading":
+        return before
+    return frame
 
 
 def _capture_applies(facts: dict[str, Any]) -> str | None:
@@ -350,13 +477,28 @@ def split_boots(lines: list[str]) -> list[list[str]]:
     previous boot's last start line, where there is one; else at the first of the lines just
     before it that its own process logged, if the previous boot never used that pid (a
     restarted container reuses pid 1: then the cut is the start line itself).
+
+    A paste that kept none of those lines (several engines' lines without prefixes) still
+    shows each engine's "Model loading took", which one worker prints once per boot: the same
+    process printing it again is another engine, which began at the first loading line
+    ("Starting to load model", "Loading weights took", ...) after the previous one's.
     """
     parsed = [_split(str(raw)) for raw in lines]
     cuts: list[int] = []
     seen: set[tuple[str | None, str]] = set()
+    loaded: dict[Any, int] = {}  # process -> its "Model loading took" line in this boot
     boot_begin = 0
     last_start = -1  # index of the current boot's latest start line
     for i, line in enumerate(parsed):
+        if line.level is not None and _MODEL_LOADED.search(line.text):
+            if line.who in loaded:
+                begin = next((j for j in range(loaded[line.who] + 1, i)
+                              if parsed[j].who == line.who
+                              and any(r.search(parsed[j].text) for r in _LOADING_STARTS)), i)
+                cuts.append(begin)
+                boot_begin, seen, loaded = begin, set(), {}
+                last_start = begin - 1
+            loaded[line.who] = i
         found = _BOOT_START.search(line.text) if line.level is not None else None
         if found is None:
             continue
@@ -374,7 +516,7 @@ def split_boots(lines: list[str]) -> list[list[str]]:
                     begin = i
             cuts.append(begin)
             boot_begin = begin
-            seen = set()
+            seen, loaded = set(), {j: at for j, at in loaded.items() if at >= begin}
         seen.add(key)
         last_start = i
     bounds = [0, *cuts, len(lines)]

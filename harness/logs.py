@@ -59,7 +59,7 @@ import re
 from pathlib import Path
 
 from harness import schema
-from harness.log_compose import _reached, _unfinished_phase, compose_v1
+from harness.log_compose import _printed_total, _reached, _unfinished_phase, compose_v1
 from harness.log_compose_v0 import compose_v0
 from harness.log_scan import (_LOOKS_TIMED, _NUMBER, LogScan, engine_config,  # noqa: F401
                               scan_lines, split_boots)
@@ -160,8 +160,11 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
         log_tail = "\n".join(lines[-20:])
         reached = _reached(scan)
         inside = _unfinished_phase(scan, reached, notes)
+        # The phases after the one it died in never ran; those before it that the log does
+        # not time stay "not in the log".
+        stop = schema.PHASE_NAMES.index(inside) if inside is not None else reached
         for i, name in enumerate(schema.PHASE_NAMES):
-            if phases.get(name) is None and i > reached:
+            if phases.get(name) is None and i > stop:
                 notes[name] = schema.FAILED_BEFORE
         if inside is not None:
             notes[inside] = f"{schema.UNFINISHED_PREFIX}: the log ends inside this phase"
@@ -183,11 +186,12 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
     }
     if partial is not None:
         evidence["partial_last_line"] = partial
+    total, words = _printed_total(scan)
     return schema.BootResult(
         state=state, model=name, model_path=model_path, source="log", source_path=source_path,
         vllm_version=version, platform=platform, phases=phases, phase_notes=notes,
         subphases=subphases, compile_cache_observed=facts.get("compile_cache"),
         log_durations=dict(scan.durations), events=scan.events, error=error, log_tail=log_tail,
         versions={"vllm": version} if version else {}, evidence=evidence,
-        engine_config=engine_config(facts),
+        engine_config=engine_config(facts), printed_total_s=total, printed_total_line=words,
     )
