@@ -7,6 +7,10 @@ benchmark run. A boot that finished is a ``benchmarks`` entry; one that stops be
 finished (it died, or the log was cut) is kept, as a failed boot, under
 ``coldstart.unrecorded``.
 
+Each record keeps the start-up total the log prints (``printed_total_s``: the study driver's
+"initialize_engine took", else vLLM's "init engine (profile, create kv cache, warmup model)
+took") beside its phases, and the progress line shows it.
+
 The model is the one the log names (the last part of a local path, or the hub id), else the
 reference study's file name ``output_model_<name>...txt``, else the file's stem.
 
@@ -56,9 +60,11 @@ def ingest(paths: list[Path]) -> dict:
             read = sum(v is not None for v in result.phases.values())
             which = (f" boot {result.evidence['boot_in_log']}/{len(boots)}"
                      if len(boots) > 1 else "")
+            total = (f", printed total {result.printed_total_s:g} s"
+                     if result.printed_total_s is not None else "")
             print(f"ingest [{i}/{len(paths)}] {path}{which}: {result.model}, {result.state}, "
                   f"vLLM {result.vllm_version or '?'} on {result.platform or '?'}, "
-                  f"{read}/{len(result.phases)} phases in the log", file=sys.stderr)
+                  f"{read}/{len(result.phases)} phases in the log{total}", file=sys.stderr)
             if result.state == "measured":
                 params = _params(result, path)
                 entries.append(benchmark_entry(result, name=f"log[{cell_id(params)}]",

@@ -209,7 +209,9 @@ _ENGINE = r"Initializing an? (?:V\d )?LLM engine"
 # The V0 engine's lines (LLMEngine, vLLM up to 0.7; V1 became the default in 0.8), read from
 # the 0.3.1, 0.4.1, 0.5.0, 0.6.0 and 0.7.0 wheels: their logger writes
 # "INFO 09-05 12:00:00 llm_engine.py:213] ..." (no brackets) and whole-second timestamps.
-_V0: VersionRange = (None, "0.8")
+# 0.8 .. 0.10 still ship the V0 engine ("Initializing a V0 LLM engine (v0.8.5) ..."; VLLM_USE_V1=0
+# or a model V1 did not support) with the same worker lines, in the bracketed logger format.
+_V0: VersionRange = (None, "0.11")
 # The lines one boot prints once per process, first thing: a second one from the same kind of
 # process starts another boot in the same log (a restarted pod appending to its log file).
 _SERVER_VERSION = r"vLLM (?:API )?server version"
@@ -234,6 +236,10 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("model_loading_s",
                rf"Model loading {_TOOK} [\d.]+ GiB(?: memory)? and {_S}{_SEC}", "duration",
                why="GPU model runner; the CPU runner prints no such line"),
+    LogPattern("model_loading_s",
+               rf"Total time to load model weights from storage to TPU: {_S}{_SEC}", "duration",
+               why="tpu-inference (vllm-project/tpu-inference, vllm_model_wrapper.py "
+                   "load_weights): weight loading and sharding onto the TPU mesh"),
     LogPattern("download_weights_s", rf"Time spent downloading weights for .+?: {_S}{_SEC}",
                "duration"),
     LogPattern("online_quantization_s",
@@ -265,6 +271,14 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                "duration"),
     LogPattern("memory_profiling_s", rf"Memory profiling {_TOOK} {_S}{_SEC}", "duration",
                why="DEBUG only; GPU worker; covers the profiling forward and the compile in it"),
+    LogPattern("memory_profiling_s", rf"Memory profiling results: duration={_S}{_SEC}",
+               "duration", why="V0 worker.py of 0.6.4 .. 0.6.6 (one line, the fields after it)"),
+    LogPattern("tpu_compile_s", rf"[Cc]ompilation finished in (?:in )?{_S}\s?\[secs\]",
+               "duration",
+               why="TPU: the XLA precompile of every padded shape (v1/worker/tpu_model_runner.py "
+                   "'Compilation finished in in %.2f [secs].', once for the model, the sampler "
+                   "and each encoder mode; tpu-inference's compilation_manager.py once per "
+                   "shape): the TPU's compile phase, each line its own part"),
     LogPattern("graph_capture_s", rf"Graph capturing finished in {_S}{_SEC}", "duration",
                why="whole seconds upstream ('%.0f secs'); the study's build printed 2 decimals"),
     LogPattern("encoder_graph_capture_s", rf"Encoder graph capturing finished in {_S}{_SEC}",
@@ -292,10 +306,10 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("engine_core_init", _ENGINE, "mark"),
     LogPattern("model_loading_start", r"Starting to load model", "mark"),
     # The V0 engine (LLMEngine up to 0.7): what it prints of loading, profiling and capture.
-    LogPattern("v0_weights_loaded", r"Loading model weights took \d+(?:\.\d+)? GB", "mark", _V0,
-               why="the end of model loading (ModelRunner.load_model, 0.4.1 .. 0.7; 0.3 prints "
-                   "none); the number is memory, not time"),
-    LogPattern("v0_blocks", r"^# (?:GPU|CPU|[a-z]+) blocks: \d+", "mark", _V0,
+    LogPattern("v0_weights_loaded", r"Loading model weights took \d+(?:\.\d+)? [GM]B", "mark", _V0,
+               why="the end of model loading (ModelRunner.load_model, 0.4.1 .. 0.10; 0.3 prints "
+                   "none; 0.5.3 prints MB); the number is memory, not time"),
+    LogPattern("v0_blocks", r"^# (?:GPU|CPU|[A-Za-z]+) blocks: \d+", "mark", _V0,
                why="the end of memory profiling (determine_num_available_blocks); the executor "
                    "prints it just before allocating the KV cache. 'GPU' up to 0.6, the platform's "
                    "dispatch key from 0.7 ('# cuda blocks: ...'), '# CPU blocks: N' alone on CPU"),
@@ -306,7 +320,12 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                r"decoding", "mark", _V0,
                why="V0 ModelRunner.capture_model, after the KV cache is allocated; reworded in "
                    "0.7"),
-    LogPattern("compile_start", r"Starting torch\.compile|Start compiling function", "mark"),
+    LogPattern("compile_start", r"Starting torch\.compile|Start compiling function|"
+               r"Compiling (?:the model|sampling) with different input shapes|"
+               r"Precompile worker", "mark",
+               why="TPU: the precompile of the model / the sampler starts"),
+    LogPattern("profile_start", r"Starting profile run", "mark", _V0,
+               why="V0 enc_dec_model_runner.py: the profiling forward starts"),
     LogPattern("warmup_start", r"Warming up model for the compilation", "mark",
                why="CPU model runner: the warm-up that compiles (inside memory profiling)"),
     LogPattern("warmup_done", r"^Warming up done\.", "mark"),
@@ -328,8 +347,10 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                why="the engine config line; on logs without the platform line"),
     LogPattern("model_path", r"with config: model='(?P<value>[^']+)'", "fact"),
     LogPattern("model_path", r"Starting to load model (?P<value>.+?)\.\.\.", "fact"),
-    LogPattern("v0_engine", r"^Initializing an LLM engine\b", "fact", _V0,
-               why="LLMEngine.__init__ of the V0 engine; V1 says 'a V1 LLM engine'"),
+    LogPattern("v0_engine", r"^Initializing (?:an|a V0) LLM engine\b", "fact", _V0,
+               why="LLMEngine.__init__ of the V0 engine ('a V0 LLM engine' in 0.7.3 .. 0.10); "
+                   "V1 says 'a V1 LLM engine'"),
+    LogPattern("v1_engine", r"^Initializing a V1 LLM engine\b", "fact"),
     LogPattern("architecture", r"Resolved architecture: (?P<value>\w+)", "fact",
                why="the model class vLLM chose; it names hybrid (Mamba / SSM) models"),
     LogPattern("weights_gib", r"Model loading took (?P<value>\d+(?:\.\d+)?) GiB", "fact"),
@@ -337,7 +358,10 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                _V0, why="V0 prints GB but divides by 2**30"),
     LogPattern("cuda_graph_sizes", r"""['"]cudagraph_capture_sizes['"]:\s*\[(?P<value>[\d,\s]*)\]""",
                "fact"),
-    LogPattern("enforce_eager", r"enforce_eager=(?P<value>True|False)", "fact"),
+    # The config line's "enforce_eager=True," (not vLLM's advice "set 'enforce_eager=True' or
+    # use '--enforce-eager'" in the V0 capture line), or the CLI's non-default args.
+    LogPattern("enforce_eager", r"(?<!')\benforce_eager=(?P<value>True|False)\b(?!')", "fact"),
+    LogPattern("enforce_eager", r"""['"]enforce_eager['"]:\s*(?P<value>True|False)""", "fact"),
     LogPattern("compilation_level", r"""['"]level['"]:\s*(?P<value>\d)""", "fact", _V010),
     LogPattern("compilation_mode",
                r"""['"]mode['"]:\s*<?(?:CompilationMode\.)?(?P<value>[A-Z_]+|\d)""", "fact",
@@ -369,6 +393,48 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                "fact", _V012),
     LogPattern("compile_cache_disabled", r"vLLM's torch\.compile cache is disabled", "fact"),
 )
+
+# The platform a line's source file names ("[cpu_model_runner.py:65]", "rocm.py:457]"), for a
+# log whose platform line ("Automatically detected platform ...") and config line were not
+# kept: the runners and workers are per platform in every release.
+PLATFORM_FROM_SOURCE: dict[str, str] = {
+    "cpu_model_runner.py": "cpu", "cpu_worker.py": "cpu", "cpu_executor.py": "cpu",
+    "cpu.py": "cpu",
+    "tpu_model_runner.py": "tpu", "tpu_worker.py": "tpu", "tpu_worker_jax.py": "tpu",
+    "tpu_jax_runner.py": "tpu", "vllm_model_wrapper.py": "tpu",
+    "xpu_model_runner.py": "xpu", "xpu_worker.py": "xpu", "xpu.py": "xpu",
+    "rocm.py": "rocm", "rocm_flash_attn.py": "rocm",
+    "cuda.py": "cuda", "gpu_executor.py": "cuda",
+}
+
+# What a crashed boot was doing, from its traceback: vLLM's start-up functions by phase, named
+# by a frame line ('File ".../vllm/...", line N, in load_model') or by the call on a frame's
+# source line ("self._initialize_kv_caches()"). The innermost one (Python prints the innermost
+# frame last) is the phase the boot died in; a path inside torch's or vLLM's compiler is
+# torch_compile unless it runs under model construction (vLLM's compile decorator wraps the
+# model's __init__). Read from the V0 (0.5 .. 0.10) and V1 (0.8 .. 0.32) workers and runners.
+TRACEBACK_FUNCTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("model_loading", ("load_model", "get_model", "_init_model", "initialize_model",
+                       "load_weights", "_initialize_model", "_load_model")),
+    ("kv_cache_profiling", ("profile_run", "determine_num_available_blocks",
+                            "determine_available_memory", "_initialize_kv_caches",
+                            "initialize_from_config", "initialize_cache", "_init_cache",
+                            "initialize_kv_cache")),
+    ("cuda_graph_capture", ("capture_model", "_capture_cudagraphs")),
+    ("torch_compile", ("_precompile_backbone", "_precompile_sample_from_logits",
+                       "_precompile_select_hidden_states", "precompile")),
+)
+TRACEBACK_COMPILER_PATH = r"[/\\](?:torch[/\\]_(?:dynamo|inductor)|vllm[/\\]compilation)[/\\]"
+
+# The engine a log comes from, where no "Initializing a V0/V1 LLM engine" line was kept:
+# lines only one of them prints (the V0 worker's "Loading model weights took X GB", its block
+# count and capture lines; V1's "GPU KV cache size" and EngineCore lines), and the process
+# names each spawns.
+V0_ONLY_KEYS: tuple[str, ...] = ("v0_weights_loaded", "v0_blocks", "capture_start")
+V1_ONLY_KEYS: tuple[str, ...] = ("kv_cache_sized", "engine_core_waiting",
+                                 "engine_ready")
+V0_PROCESSES: tuple[str, ...] = ("VllmWorkerProcess",)
+V1_PROCESSES: tuple[str, ...] = ("EngineCore", "Worker", "VllmWorker", "APIServer")
 
 
 def _source_of(vllm_root: Path, module: str) -> Path | None:

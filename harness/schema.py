@@ -10,6 +10,10 @@ Schema changelog (bump ``SCHEMA_VERSION`` on any change a reader must know about
 - 2 (2026-12-01): ``BootResult.process_deaths``: each process of the boot that was killed by a
   signal or exited with an error code (or vanished unreaped), with its role, signal or exit
   code and the phase it died in. Version 1 documents read as having recorded none.
+- 3 (2026-12-01): ``BootResult.printed_total_s`` and ``printed_total_line``: the start-up total
+  a log prints beside its phases (the reference study's "initialize_engine took", else vLLM's
+  "init engine (profile, create kv cache, warmup model) took"), for a record read from a log.
+  Older documents read as having none.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class Phase(NamedTuple):
@@ -155,6 +159,10 @@ class BootResult(BaseModel):
     compile_cache_observed: CompileCacheObserved | None = None
     # vLLM's own reported durations (key -> seconds), from its log records.
     log_durations: dict[str, float] = Field(default_factory=dict)
+    # The start-up total the log prints, and the words of the line it is read from (the log
+    # reader only): not a phase, not the sum of the phases; kept beside them.
+    printed_total_s: float | None = None
+    printed_total_line: str | None = None
     # Per-process timeline, seconds from the launch (harness.timeline.timeline_events):
     # probed calls {"event", "target", "pid", "process", "start_s", "end_s"}, marks and each
     # process's first record {"event", "pid", "process", "t_s"}, vLLM's log records

@@ -42,6 +42,13 @@ def test_round_trip_through_read_results(logs: list[Path], tmp_path: Path, capsy
 
     err = capsys.readouterr().err.splitlines()
     assert sum(line.startswith("ingest [") for line in err) == len(logs)
+    # The total each log prints is kept beside the phases and shown.
+    printed = [r.printed_total_s for r in results]
+    assert printed[0] is not None and printed[0] == read_log(logs[0]).log_durations[
+        "study_initialize_engine_s"]
+    assert printed[1] == pytest.approx(61.04)  # the CPU boot's "init engine ... took"
+    assert printed[2] is None  # cut before it
+    assert f"printed total {printed[0]:g} s" in err[0] and "printed total" not in err[2]
 
 
 def test_failed_boot_is_kept_unrecorded(logs: list[Path], tmp_path: Path) -> None:

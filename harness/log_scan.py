@@ -1,0 +1,524 @@
+"""Scan a vLLM start-up log: every line matched against ``harness.registry.LOG_PATTERNS``.
+
+The first of the log reader's two steps (``harness.logs`` holds the public entry points and
+the description of the whole reader): this module parses each line's header (level,
+timestamp, ``file.py:123`` tag, the process tags of its prefix), places the lines in time,
+collects vLLM's durations per process, the instants and the facts, and cuts a log holding
+several boots into one list of lines per boot (``split_boots``). ``harness.log_compose``
+(V1) and ``harness.log_compose_v0`` (the V0 engine) cut a scan into phases.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from harness import registry
+
+__all__ = ["LogScan", "scan_lines", "split_boots", "engine_config"]
+
+# vLLM colours its process prefix and levels when writing to a terminal.
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# "<prefix>LEVEL MM-DD HH:MM:SS[.mmm] [file.py:123] message" ("file.py:123] message" up to
+# 0.7, the V0 engine's logger); the prefix holds
+# VLLM_LOGGING_PREFIX and "(EngineCore_DP0 pid=42)"-style process tags.
+_HEADER = re.compile(
+    r"^(?P<prefix>.*?)\b(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
+    r"(?P<ts>(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\s+"
+    r"(?:\[(?P<where>[^\]]*)\]|(?P<where_v0>[\w.\-]+:\d+)\])\s?(?P<msg>.*)$"
+)
+_BOOT_START = re.compile(registry.BOOT_START_REGEX)
+# The first lines a vLLM process logs, and the processes that are a boot's front end: where
+# the next boot begins.
+_PROCESS_FIRST = re.compile(registry.PROCESS_FIRST_LINES_REGEX)
+_FRONT_END = ("MainProcess", "APIServer")
+_MODEL_LOADED = next(p.compiled for p in registry.LOG_PATTERNS if p.key == "model_loading_s")
+_LOADING_STARTS = [p.compiled for p in registry.LOG_PATTERNS
+                   if p.key in ("model_loading_start", "load_weights_s", "model_init_s")]
+# A process tag: "(EngineCore_DP0 pid=42)", "(VllmWorker rank=1 pid=43)", Ray's
+# "(RayWorkerWrapper pid=44, ip=10.0.0.2)". Wrappers nest them ("(EngineCore pid=1)
+# (RayWorkerWrapper pid=2, ip=..)", Ray Serve's replica before both): the innermost (last) tag
+# is the process that logged the line.
+_PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)"
+                      r"(?:,\s*ip=(?P<ip>[0-9A-Fa-f.:]+))?\)")
+_SOURCE_FILE = re.compile(r"([\w.\-]+\.py):\d+")
+_FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>]+)\s*$')
+_CALL = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*)?(?:await\s+)?[\w.]*?\b(?P<func>\w+)\(")
+_COMPILER = re.compile(registry.TRACEBACK_COMPILER_PATH)
+_FUNCTION_PHASE = {f: phase for phase, names in registry.TRACEBACK_FUNCTIONS for f in names}
+# A line that reads like start-up timing (a timing word and a number); if no pattern takes
+# it, the scan reports it.
+_LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNORECASE)
+_NUMBER = re.compile(r"\d")
+# vLLM's timestamps carry no year. The stand-in year is a common one (a leap year would put
+# a 29 Feb between 28 Feb and 1 Mar and add a day to a boot crossing them), unless the log
+# itself names a 29 Feb; a boot crossing New Year moves to the next stand-in year.
+_COMMON_YEAR, _LEAP_YEAR = 2001, 2000
+
+
+@dataclass
+class LogScan:
+    """What one start-up log says, before it is cut into phases.
+
+    Attributes
+    ----------
+    durations : vLLM's own reported durations in seconds, by ``LogPattern.key``
+        (``load_weights_s``, ``inductor_compile_s``, ...). Where a line repeats (one per compile
+        range, per model) this is the total its pattern asks for: the sum, or the last value of
+        a running total. Every value is kept in ``occurrences``.
+    occurrences : every value of every duration line, in log order.
+    marks : seconds since the log's first timestamped line at which each instant-line (and each
+        duration line) was logged, every occurrence in log order.
+    events : the same instants with their process, ``{"process", "pid", "event", "t_s"}``.
+    facts : ``vllm_version``, ``platform`` (cpu / cuda), ``model_path``, ``architecture``,
+        ``weights_gib``,
+        ``cuda_graph_sizes``, ``compile_cache`` (hit / miss / load_failure / disabled /
+        not_applicable / unknown), ``timestamp_resolution_s``, ``log_span_s``, ``error``, ...
+    unread : lines that read like start-up timing (took / takes / seconds ...) but matched no
+        pattern, so a reworded line shows up instead of silently vanishing.
+    facts["engine"] : "v0" or "v1": from the "Initializing a V0 / V1 LLM engine" line, else from
+        the lines and processes only one engine has (``registry.V0_ONLY_KEYS`` ...).
+    facts["traceback_phase"] : the phase the innermost vLLM frame of a traceback belongs to
+        (``registry.TRACEBACK_PHASES``), where the log holds one.
+    truncated : the log stops before start-up finished (no "init engine ... took" line and no
+        ready line): the boot died or the log was cut.
+    """
+
+    durations: dict[str, float] = field(default_factory=dict)
+    occurrences: dict[str, list[float]] = field(default_factory=dict)
+    marks: dict[str, list[float]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    unread: list[str] = field(default_factory=list)
+    truncated: bool = False
+    lines_read: int = 0
+    # (line index, key) of every mark and duration line, in the order the log holds them
+    # (timestamps of processes flushing independently can be out of order; lines are not).
+    order: list[tuple[int, str]] = field(default_factory=list)
+
+    def first(self, mark: str) -> float | None:
+        times = self.marks.get(mark)
+        return times[0] if times else None
+
+    def last(self, mark: str) -> float | None:
+        times = self.marks.get(mark)
+        return times[-1] if times else None
+
+
+@dataclass
+class _Line:
+    text: str  # what the patterns are searched in
+    raw: str
+    t: datetime | None  # parsed in the stand-in year where the line names none
+    level: str | None
+    process: str | None
+    pid: int | None
+    subsecond: bool = False
+    stamp: str | None = None  # the timestamp as written, "MM-DD HH:MM:SS[.fff]" or with a year
+    ip: str | None = None  # a Ray worker's node
+    prefix: str = ""  # what came before the level: wrappers and process tags
+    source: str | None = None  # "default_loader.py", from the "[file.py:123]" tag
+    # Every process tag of the prefix, outermost first: (name, pid, ip). The whole chain names
+    # the process (ranks under one EngineCore, Ray workers on several nodes with one pid).
+    tags: tuple[tuple[str, int, str | None], ...] = ()
+
+    @property
+    def who(self) -> Any:
+        """The process that logged the line; None: untagged (the front end, or a paste
+        without prefixes)."""
+        return self.tags or None
+
+    @property
+    def has_year(self) -> bool:
+        return self.stamp is not None and len(self.stamp) > 4 and self.stamp[4] == "-"
+
+
+def _parse_timestamp(text: str, year: int = _LEAP_YEAR) -> datetime | None:
+    text = text.replace(",", ".").replace("T", " ")
+    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
+        try:
+            stamp = text if text[4] == "-" else f"{year}-{text}"
+            return datetime.strptime(stamp, fmt)
+        except (ValueError, IndexError):
+            continue
+    return None
+
+
+def _place_in_time(parsed: list[_Line]) -> list[float | None]:
+    """Seconds since the first timestamped line, for every line (None: no timestamp).
+
+    A yearless timestamp is placed in the stand-in year (or the one after or before it) that
+    puts it nearest the latest instant seen so far: a boot crossing New Year continues in the
+    next year, and a line a second out of order (processes flush independently) stays beside
+    its neighbours instead of jumping a year.
+    """
+    base = _LEAP_YEAR if any(line.stamp and line.stamp[:5] == "02-29" for line in parsed
+                             if not line.has_year) else _COMMON_YEAR
+    origin: datetime | None = None
+    year = base
+    latest: float | None = None
+    out: list[float | None] = []
+    for line in parsed:
+        if line.t is None or line.stamp is None:
+            out.append(None)
+            continue
+        if line.has_year:
+            t = line.t
+        else:
+            candidates = [(y, _parse_timestamp(line.stamp, y)) for y in (year - 1, year, year + 1)]
+            placed = [(y, c) for y, c in candidates if c is not None]
+            if not placed:
+                out.append(None)
+                continue
+            if origin is None or latest is None:
+                year, t = next((y, c) for y, c in placed if y == year)
+            else:
+                anchor = origin.timestamp() + latest
+                year, t = min(placed, key=lambda yc: abs(yc[1].timestamp() - anchor))
+        if origin is None:
+            origin = t
+        t_s = (t - origin).total_seconds()
+        out.append(t_s)
+        latest = t_s if latest is None else max(latest, t_s)
+    return out
+
+
+def _split(raw: str) -> _Line:
+    clean = _ANSI.sub("", raw).rstrip("\r\n")
+    header = _HEADER.match(clean)
+    if header is None:
+        return _Line(clean.strip(), clean, None, None, None, None)
+    tags = list(_PROCESS.finditer(header["prefix"]))
+    proc = tags[-1] if tags else None
+    where = _SOURCE_FILE.search(header["where"] or header["where_v0"] or "")
+    return _Line(
+        header["msg"].strip(), clean, _parse_timestamp(header["ts"]), header["level"],
+        proc["name"] if proc else None, int(proc["pid"]) if proc else None,
+        subsecond=any(c in header["ts"][-7:] for c in ".,"), stamp=header["ts"],
+        ip=proc["ip"] if proc else None, prefix=header["prefix"],
+        source=where.group(1) if where else None,
+        tags=tuple((t["name"], int(t["pid"]), t["ip"]) for t in tags),
+    )
+
+
+def _detect_version(lines: list[_Line]) -> str | None:
+    for pattern in registry.LOG_PATTERNS:
+        if pattern.key != "vllm_version":
+            continue
+        for line in lines:
+            found = pattern.compiled.search(line.text)
+            if found:
+                return found["value"]
+    return None
+
+
+def _fact_value(key: str, found: re.Match[str]) -> Any:
+    value = found.groupdict().get("value")
+    if value is None:
+        return True
+    if key == "cuda_graph_sizes":
+        return sorted(int(v) for v in re.findall(r"\d+", value))
+    if key in ("weights_gib", "kv_cache_gib"):
+        return float(value)
+    if key in ("cfg_max_model_len", "cfg_tensor_parallel_size", "cfg_pipeline_parallel_size"):
+        return int(value)
+    if key == "cfg_enable_prefix_caching":
+        return value == "True"
+    if key == "cfg_quantization" and value == "None":
+        return None
+    if key == "kv_cache_tokens":
+        return int(value.replace(",", ""))
+    if key == "enforce_eager":
+        return value == "True"
+    return value.strip()
+
+
+def _compile_disabled(facts: dict[str, Any]) -> bool:
+    return facts.get("compilation_level") == "0" or facts.get("compilation_mode") in ("NONE", "0")
+
+
+def _compile_cache(facts: dict[str, Any]) -> str:
+    # The most specific observation wins: a disabled cache compiles (a miss) by design, and a
+    # load failure is followed by a compile.
+    if _compile_disabled(facts):
+        return "not_applicable"
+    for observed in ("disabled", "load_failure", "miss", "hit"):
+        if f"compile_cache_{observed}" in facts:
+            return observed
+    return "unknown"
+
+
+def engine_config(facts: dict[str, Any]) -> dict[str, Any]:
+    """The engine configuration vLLM resolved and reported in its log: max_model_len, dtype,
+    quantization, TP / PP size, prefix caching, KV-cache dtype, capture sizes (their number
+    is a feature of the study's graph-capture model), KV-cache tokens and GiB."""
+    out = {k.removeprefix("cfg_"): v for k, v in facts.items() if k.startswith("cfg_")}
+    for key in ("enforce_eager", "kv_cache_tokens", "kv_cache_gib"):
+        if key in facts:
+            out[key] = facts[key]
+    if "cuda_graph_sizes" in facts:
+        out["cudagraph_capture_sizes"] = facts["cuda_graph_sizes"]
+        out["num_capture_sizes"] = len(facts["cuda_graph_sizes"])
+    return out
+
+
+def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
+    """Match every line of a start-up log against the registry's log patterns.
+
+    Parameters
+    ----------
+    lines : the log, one line per item (a file object works); ANSI colours, process prefixes
+        and the optional ``[tag] `` of compile lines are handled.
+    version : the vLLM version that wrote the log. ``None`` reads it from the log's
+        "Initializing a V1 LLM engine (vX)" line; where the log has none, every pattern of
+        every version is tried.
+
+    Returns
+    -------
+    LogScan
+        Never raises on malformed input: lines it cannot place are skipped, and the ones that
+        looked like timing are listed in ``unread``.
+    """
+    parsed = [_split(str(raw)) for raw in lines]
+    if version is None:
+        version = _detect_version(parsed)
+    patterns = registry.log_patterns_for(version)
+    scan = LogScan(lines_read=len(parsed))
+    if version is not None:
+        scan.facts["vllm_version"] = version
+
+    times = _place_in_time(parsed)
+    stamped = [t for t in times if t is not None]
+    errors: list[str] = []
+    # Per process (pid), the values of each duration line: tensor-parallel ranks each print
+    # their own "Model loading took" (up to 0.11), and the boot waits for the slowest, so a
+    # duration is summed within a process and the largest process total is the boot's.
+    per_process: dict[str, dict[Any, list[float]]] = {}
+    # Ray (and other wrappers) print a worker's record again with the outer prefixes: the same
+    # instant and message from a chain of process tags that ends in one seen before (or that
+    # one ends in it) is that echo, read once.
+    seen: dict[tuple[str | None, str], list[tuple[Any, ...]]] = {}
+    processes: set[str] = set()
+    sources: list[str] = []
+    traceback_phase: str | None = None
+    after_frame = False
+
+    for index, (line, t_s) in enumerate(zip(parsed, times)):
+        if line.level is not None:
+            chains = seen.setdefault((line.stamp, line.text), [])
+            if line.tags and any(_echo(line.tags, chain) for chain in chains):
+                continue
+            chains.append(line.tags)
+            processes.update(name for name, _, _ in line.tags)
+            if line.source:
+                sources.append(line.source)
+        frame = _traceback_phase(line, after_frame)
+        after_frame = _FRAME.search(line.text if line.level is not None else line.raw) is not None
+        if frame is not None:
+            traceback_phase = _innermost(traceback_phase, frame)
+        if line.level in ("ERROR", "CRITICAL"):
+            errors.append(line.text)
+        matched = False
+        for pattern in patterns:
+            found = pattern.compiled.search(line.text)
+            if found is None:
+                continue
+            matched = True
+            if pattern.kind == "duration":
+                try:
+                    seconds = float(found["s"])
+                except (IndexError, ValueError):
+                    continue
+                if not math.isfinite(seconds):
+                    continue
+                scan.occurrences.setdefault(pattern.key, []).append(seconds)
+                scan.order.append((index, pattern.key))
+                mine = per_process.setdefault(pattern.key, {}).setdefault(line.who, [])
+                mine.append(seconds)
+                scan.durations[pattern.key] = max(
+                    values[-1] if pattern.repeats == "last" else sum(values)
+                    for values in per_process[pattern.key].values())
+                if t_s is not None:
+                    scan.marks.setdefault(pattern.key, []).append(t_s)
+            elif pattern.kind == "mark":
+                scan.order.append((index, pattern.key))
+                if t_s is not None:
+                    scan.marks.setdefault(pattern.key, []).append(t_s)
+                    scan.events.append({"process": line.process or "main", "pid": line.pid,
+                                        "event": pattern.key, "t_s": t_s})
+                if pattern.key == "engine_failed":
+                    errors.append(line.text)
+            else:
+                # Earlier lines win: the version and model are stated first by the front end.
+                scan.facts.setdefault(pattern.key, _fact_value(pattern.key, found))
+        if not matched and _LOOKS_TIMED.search(line.text) and _NUMBER.search(line.text):
+            scan.unread.append(line.raw)
+
+    if stamped:
+        scan.facts["timestamp_resolution_s"] = (
+            0.001 if any(line.subsecond for line in parsed) else 1.0)
+        scan.facts["log_span_s"] = round(stamped[-1], 6)
+    ranks = {k: len(v) for k, v in per_process.items() if len(v) > 1}
+    if ranks:
+        scan.facts["durations_from_processes"] = ranks
+    scan.facts["compile_cache"] = _compile_cache(scan.facts)
+    scan.facts["engine"] = _engine(scan, processes, parsed)
+    if scan.facts["engine"] == "v0":
+        scan.facts["v0_engine"] = True
+    if "platform" not in scan.facts:
+        named = [registry.PLATFORM_FROM_SOURCE[s] for s in sources
+                 if s in registry.PLATFORM_FROM_SOURCE]
+        if named:
+            scan.facts["platform"] = named[0]
+            scan.facts["platform_from"] = "the source files of its lines"
+    if traceback_phase is not None:
+        scan.facts["traceback_phase"] = traceback_phase
+    if errors:
+        scan.facts["error"] = errors[0]
+    finished = "init_engine_s" in scan.durations or any(
+        k in scan.marks for k in ("engine_ready", "api_server_ready")) or _v0_finished(scan)
+    scan.truncated = not finished
+    return scan
+
+
+
+def _echo(tags: tuple[Any, ...], other: tuple[Any, ...]) -> bool:
+    """Two different chains of process tags, one the tail of the other: the same process, the
+    longer one with a wrapper's outer tags."""
+    if not other or tags == other:
+        return False
+    short, long = sorted((tags, other), key=len)
+    return long[-len(short):] == short
+
+
+def _engine(scan: LogScan, processes: set[str], parsed: list[_Line]) -> str:
+    """V0 or V1: the engine line where the log kept one, else the lines and processes only one
+    engine has, else the logger's format (the bracketless "file.py:123]" is 0.7 and older,
+    where V0 was the default)."""
+    if scan.facts.get("v1_engine"):
+        return "v1"
+    if scan.facts.get("v0_engine"):
+        return "v0"
+    seen = set(scan.marks) | set(scan.durations) | {k for _, k in scan.order}
+    def named(names: tuple[str, ...]) -> int:
+        # "EngineCore", "EngineCore_DP0", "Worker_TP1": the name, or the name and a suffix
+        return sum(any(p == n or p.startswith(n + "_") for p in processes) for n in names)
+
+    v0 = sum(k in seen for k in registry.V0_ONLY_KEYS) + named(registry.V0_PROCESSES)
+    v1 = sum(k in seen for k in registry.V1_ONLY_KEYS) + named(registry.V1_PROCESSES)
+    if v0 != v1:
+        return "v0" if v0 > v1 else "v1"
+    headers = [line for line in parsed if line.level is not None]
+    if headers and v0 and all(line.source and "[" not in line.raw.split(line.source)[0][-1:]
+                              for line in headers):
+        return "v0"
+    return "v1"
+
+
+def _traceback_phase(line: _Line, after_frame: bool) -> str | None:
+    """The start-up phase a traceback line names: a frame's function or compiler path, or,
+    on the source line under a frame, the function it calls."""
+    text = line.text if line.level is not None else line.raw
+    frame = _FRAME.search(text)
+    if frame is not None:
+        if frame["func"] in _FUNCTION_PHASE:
+            return _FUNCTION_PHASE[frame["func"]]
+        return "torch_compile" if _COMPILER.search(frame["path"]) else None
+    if after_frame:
+        call = _CALL.match(re.sub(r"^\[rank\d+\]:", "", text))
+        if call is not None:
+            return _FUNCTION_PHASE.get(call["func"])
+    return None
+
+
+def _innermost(before: str | None, frame: str) -> str:
+    # Frames print outermost first, so a later frame is deeper. A compiler frame under a
+    # model's construction (vLLM's compile decorator wraps __init__) does not move the crash
+    # out of model loading; anywhere else the deeper frame wins.
+    if frame == "torch_compile" and before == "model_loading":
+        return before
+    return frame
+
+
+def _capture_applies(facts: dict[str, Any]) -> str | None:
+    """Why CUDA-graph capture does not apply to this boot, or None where it does."""
+    platform = str(facts.get("platform", "")).lower() or None
+    if platform is not None and platform not in ("cuda", "rocm"):
+        return f"no CUDA graphs on {platform}"
+    if facts.get("enforce_eager") is True:
+        return "enforce_eager"
+    return None
+
+
+def _v0_finished(scan: LogScan) -> bool:
+    """A V0 engine's offline boot prints no ready line: it is done after graph capture, or
+    after the KV-cache size where no capture follows (eager, CPU)."""
+    if not scan.facts.get("v0_engine"):
+        return False
+    if "graph_capture_s" in scan.durations:
+        return True
+    return "v0_blocks" in scan.marks and _capture_applies(scan.facts) is not None
+
+
+
+def split_boots(lines: list[str]) -> list[list[str]]:
+    """The boots one log holds, in order: a restarted pod appends its next boot to the file.
+
+    A boot is known by the lines vLLM prints once per boot and process (the engine's
+    "Initializing a V1 LLM engine (vX)", the front end's "non-default args" and "vLLM API
+    server version"): the same line again from the same process name means another boot
+    (the engines of a data-parallel boot, EngineCore_DP0 and _DP1, are different names).
+    That boot began before it: at the front end's first process line (untagged, MainProcess
+    or APIServer: "No plugins for group ...", "Automatically detected platform") after the
+    previous boot's last start line, where there is one; else at the first of the lines just
+    before it that its own process logged, if the previous boot never used that pid (a
+    restarted container reuses pid 1: then the cut is the start line itself).
+
+    A paste that kept none of those lines (several engines' lines without prefixes) still
+    shows each engine's "Model loading took", which one worker prints once per boot: the same
+    process printing it again is another engine, which began at the first loading line
+    ("Starting to load model", "Loading weights took", ...) after the previous one's.
+    """
+    parsed = [_split(str(raw)) for raw in lines]
+    cuts: list[int] = []
+    seen: set[tuple[str | None, str]] = set()
+    loaded: dict[Any, int] = {}  # process -> its "Model loading took" line in this boot
+    boot_begin = 0
+    last_start = -1  # index of the current boot's latest start line
+    for i, line in enumerate(parsed):
+        if line.level is not None and _MODEL_LOADED.search(line.text):
+            if line.who in loaded:
+                begin = next((j for j in range(loaded[line.who] + 1, i)
+                              if parsed[j].who == line.who
+                              and any(r.search(parsed[j].text) for r in _LOADING_STARTS)), i)
+                cuts.append(begin)
+                boot_begin, seen, loaded = begin, set(), {}
+                last_start = begin - 1
+            loaded[line.who] = i
+        found = _BOOT_START.search(line.text) if line.level is not None else None
+        if found is None:
+            continue
+        key = (found.lastgroup, line.process or "main")
+        if key in seen:
+            begin = next((j for j in range(last_start + 1, i)
+                          if _PROCESS_FIRST.search(parsed[j].text)
+                          and (parsed[j].process or "MainProcess") in _FRONT_END), None)
+            if begin is None:
+                begin = i
+                while (line.pid is not None and begin - 1 > last_start
+                       and parsed[begin - 1].pid == line.pid):
+                    begin -= 1
+                if any(parsed[j].pid == line.pid for j in range(boot_begin, begin)):
+                    begin = i
+            cuts.append(begin)
+            boot_begin = begin
+            seen, loaded = set(), {j: at for j, at in loaded.items() if at >= begin}
+        seen.add(key)
+        last_start = i
+    bounds = [0, *cuts, len(lines)]
+    return [list(lines[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+

@@ -1,0 +1,124 @@
+"""The log reader against start-up logs people pasted in public GitHub threads.
+
+``tests/data/logs/public/manifest.json`` lists every log with its source and every duration it
+prints, transcribed by hand from the log text (not produced by the reader), and the phase or
+subphase each maps to. Each printed duration that maps to one must come out within 5 % + 0.05 s;
+a log whose thread says it crashed during start-up must be a failed record with the phase that
+was running marked unfinished; every log gives a record without a traceback.
+
+``README.md`` beside the logs is generated from the manifest:
+``python tests/test_logs_public.py`` writes it, and a test keeps it in step.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import schema
+from harness.logs import read_boots
+
+PUBLIC = Path(__file__).resolve().parent / "data" / "logs" / "public"
+MANIFEST = json.loads((PUBLIC / "manifest.json").read_text(encoding="utf-8"))
+LOGS = MANIFEST["logs"]
+
+
+def _value(result: schema.BootResult, target: str) -> float | None:
+    if target == "printed_total":
+        return result.printed_total_s
+    if "." in target:
+        return result.subphases.get(target)
+    return result.phases.get(target)
+
+
+def _agrees(got: float | None, printed: float) -> bool:
+    return got is not None and abs(got - printed) <= 0.05 * printed + 0.05
+
+
+def render_readme() -> str:
+    out = [
+        "# Start-up logs pasted in public threads",
+        "",
+        "Excerpts of vLLM start-up logs that people pasted in public GitHub issue and pull-request",
+        "threads: the log lines only, as pasted (prefixes, indentation, wrappers kept), each the",
+        "part of the paste the search excerpt showed; lines left out are named in the note. The",
+        "printed durations were transcribed by hand from the log text. Generated from",
+        "`manifest.json` by `python tests/test_logs_public.py`; `tests/test_logs_public.py`",
+        "checks the reader against it.",
+        "",
+        f"{len(LOGS)} logs, {sum(len(e['printed']) for e in LOGS)} printed durations, "
+        f"{sum(1 for e in LOGS for p in e['printed'] if p[2])} of them mapped to a phase, "
+        "a subphase or the printed total.",
+        "",
+    ]
+    for entry in LOGS:
+        out.append(f"## {entry['file']}")
+        out.append("")
+        out.append(f"- source: {entry['url']} ({entry['author']})")
+        out.append(f"- vLLM: {entry['version'] or 'not stated in the excerpt or thread title'}; "
+                   f"engine {entry['engine'].upper()}; platform {entry['platform']}"
+                   + (f"; tensor parallel {entry['tensor_parallel']}"
+                      if entry["tensor_parallel"] else ""))
+        if entry["crashed_in"]:
+            out.append(f"- crashed during start-up, in `{entry['crashed_in']}`")
+        if entry["note"]:
+            out.append(f"- {entry['note']}")
+        if entry["printed"]:
+            out.append("")
+            out.append("| line | value (s) | maps to | process |")
+            out.append("| --- | --- | --- | --- |")
+            for words, value, target, process in entry["printed"]:
+                out.append(f"| {words} | {value:g} | {target or '-'} | {process or ''} |")
+        else:
+            out.append("- prints no duration")
+        out.append("")
+    return "\n".join(out)
+
+
+def test_manifest_names_every_log_and_the_readme_is_in_step() -> None:
+    files = sorted(p.name for p in PUBLIC.glob("*.log"))
+    assert files == sorted(e["file"] for e in LOGS)
+    assert len(files) >= 30
+    assert (PUBLIC / "README.md").read_text(encoding="utf-8") == render_readme(), (
+        "README.md is out of step with manifest.json: run python tests/test_logs_public.py")
+
+
+@pytest.mark.parametrize("entry", LOGS, ids=[e["file"].removesuffix(".log") for e in LOGS])
+def test_public_log(entry: dict) -> None:
+    boots = read_boots(PUBLIC / entry["file"])
+    result = boots[-1]
+    wrong = []
+    for words, printed, target, _ in entry["printed"]:
+        if target is None:
+            continue
+        got = _value(result, target)
+        if not _agrees(got, printed):
+            wrong.append(f"{target}: printed {printed} ({words}), read {got}")
+    assert not wrong, wrong
+    assert result.evidence["facts"]["engine"] == entry["engine"]
+    if entry["crashed_in"]:
+        assert result.state == "failed"
+        running = [n for n, note in result.phase_notes.items()
+                   if note.startswith(schema.UNFINISHED_PREFIX)]
+        assert running == [entry["crashed_in"]], (running, result.phase_notes)
+
+
+def test_corpus_agreement_count() -> None:
+    """Every printed duration that maps to a phase agrees: the count the README states."""
+    mapped = agreed = 0
+    for entry in LOGS:
+        result = read_boots(PUBLIC / entry["file"])[-1]
+        for _, printed, target, _ in entry["printed"]:
+            if target:
+                mapped += 1
+                agreed += _agrees(_value(result, target), printed)
+    assert mapped >= 60
+    assert agreed == mapped
+
+
+if __name__ == "__main__":
+    (PUBLIC / "README.md").write_text(render_readme(), encoding="utf-8")
+    sys.exit(0)
