@@ -7,7 +7,10 @@ Cells are matched by (model, platform, loader, compile_cache, page_cache, entryp
 version is what is under test, so it is reported, never matched on. For every cell and every
 phase (and the total: the wall time when both sides have it, else the sum of the phases):
 
-- the change of the median over rounds, absolute and relative;
+- the change of the median over rounds, absolute and relative: per metric, the median of
+  the measured rounds' values (``median_of_rounds``, the one median every page shows:
+  ``analysis.report``'s run page states the same per cell; the median *round*, the boot of
+  median wall time that a run keeps as its headline, is a boot, not this statistic);
 - a noise floor: the larger of ``--noise-floor-s`` and the interquartile range of either side
   (``scipy.stats.iqr``); a change inside it is noise;
 - a two-sided Mann-Whitney U test of the rounds (``scipy.stats.mannwhitneyu``; H. B. Mann and
@@ -28,6 +31,15 @@ measured (``only in base``, ``not measured in new``), whose share of skipped rou
 Slower beyond threshold and floor but without a significant test is reported as "possible
 regression"; ``--strict`` fails on those as well (what a one-round CI run must use).
 
+Beneath the verdicts, where each phase's change went (``detail_changes``, never gated): each
+sub-phase's change, the change of the part of the phase in no sub-phase (per round, the phase
+less its sub-phases, where they do not overlap), and the residual's; a phase that changed is
+summed up in one line (``where_changes_went``: "model_loading +0.90 s: +0.88 s of it is in no
+sub-phase").
+
+Two runs must share a cell: runs with none in common (two different matrices) are refused
+(exit 2); with cells only on one side, one warning line says how many.
+
 The run's checked metadata (``machine_info``: CPU model, core count, OS and machine, GPU
 model, and the boots' platform) must agree; otherwise the comparison is refused (exit 2)
 unless ``--force``. A merge of shards (``analysis.merge``) is checked cell by cell: each
@@ -47,11 +59,22 @@ from typing import Any
 
 from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import cell_identities, machine_differences, machine_identity
-from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
+from harness.schema import PHASE_BY_NAME, PHASE_NAMES, BootResult, SchemaError, read_results
 
-__all__ = ["CellChange", "compare_results", "failing_changes", "main"]
+__all__ = ["CellChange", "DetailChange", "Prepared", "compare_results", "detail_changes",
+           "failing_changes", "main", "median_of_rounds", "prepare", "where_changes_went"]
 
 TOTAL = "total"
+RESIDUAL = "residual"
+# The part of a phase its sub-phases do not cover, per round: the phase less its sub-phases.
+NO_SUBPHASE = "in no sub-phase"
+# framework_bootstrap's sub-phases are stretches of different processes and nested calls
+# (model_inspection inside engine_config: harness.timeline.cut_phases), not a partition: the
+# phase less their sum means nothing. The other phases' sub-phases are one process's calls in
+# sequence; a round whose sub-phases still sum to more than the phase (by more than this)
+# leaves its cell without a remainder.
+OVERLAPPING_SUBPHASES = frozenset({"framework_bootstrap"})
+OVERLAP_TOLERANCE_S = 0.005
 CELL_FIELDS = ("model", "platform", "loader", "compile_cache", "page_cache", "entrypoint")
 
 
@@ -110,7 +133,20 @@ def _cell_of(fields: dict[str, Any]) -> str:
     return "-".join(parts)
 
 
+def _no_subphase(b: BootResult, phase: str) -> float | None:
+    """The seconds of ``phase`` in none of its sub-phases, in one round; None where the phase
+    has no sub-phase measured or its sub-phases overlap (sum to more than the phase)."""
+    value = b.phases.get(phase)
+    subs = [v for k, v in b.subphases.items() if k.split(".")[0] == phase and v is not None]
+    if value is None or not subs or phase in OVERLAPPING_SUBPHASES:
+        return None
+    rest = value - sum(subs)
+    return None if rest < -OVERLAP_TOLERANCE_S else max(rest, 0.0)
+
+
 def _metric_values(boots: list[BootResult], metric: str, total_from_wall: bool) -> list[float]:
+    """Each round's value of ``metric``: a phase, ``TOTAL``, ``RESIDUAL``, a sub-phase
+    (``phase.sub``) or a phase's remainder (``phase.`` + ``NO_SUBPHASE``)."""
     out = []
     for b in boots:
         if metric == TOTAL:
@@ -119,11 +155,34 @@ def _metric_values(boots: list[BootResult], metric: str, total_from_wall: bool) 
             else:
                 present = [x for x in b.phases.values() if x is not None]
                 v = sum(present) if present else None
+        elif metric == RESIDUAL:
+            v = b.residual_s
+        elif metric.endswith(f".{NO_SUBPHASE}"):
+            v = _no_subphase(b, metric.split(".")[0])
+        elif "." in metric:
+            v = b.subphases.get(metric)
         else:
             v = b.phases.get(metric)
         if v is not None and math.isfinite(v):
             out.append(float(v))
     return out
+
+
+def median_of_rounds(boots: list[BootResult], metric: str) -> float | None:
+    """The median of ``metric`` over the measured rounds of one cell (None if none has it).
+
+    The one median of a metric every page states: ``analysis.compare``'s base and new
+    columns, and ``analysis.report``'s run page. The total is the wall time when every
+    measured round has one, else the sum of the phases.
+    """
+    rounds = [b for b in boots if b.state == "measured"]
+    return _median(_metric_values(rounds, metric, all(b.wall_s is not None for b in rounds)))
+
+
+def _median(values: list[float]) -> float | None:
+    # The median of a metric's round values: the middle one, or the mean of the two middle
+    # ones (an even count); symmetric, so a drift that ABBA order splits evenly cancels.
+    return statistics.median(values) if values else None
 
 
 def _min_two_sided_p(n1: int, n2: int) -> float:
@@ -152,7 +211,7 @@ def _change(cell: str, metric: str, base: list[float], new: list[float], *, thre
             floor_s: float, alpha: float) -> CellChange:
     from scipy import stats
 
-    mb, mn = statistics.median(base), statistics.median(new)
+    mb, mn = _median(base), _median(new)
     change = mn - mb
     rel = change / mb if mb > 0 else (math.inf if change > 0 else 0.0)
     spread = max((float(stats.iqr(v)) for v in (base, new) if len(v) >= 2), default=0.0)
@@ -263,6 +322,78 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
     return changes
 
 
+@dataclass
+class DetailChange:
+    """Where a phase's change went: one sub-phase, the phase's part in no sub-phase, or the
+    residual (``phase`` None), each the change of its median over rounds. Never gated."""
+
+    cell: str
+    phase: str | None
+    part: str  # a sub-phase's own name, NO_SUBPHASE or RESIDUAL
+    base_median_s: float
+    new_median_s: float
+    change_s: float
+
+
+def detail_changes(base: list[BootResult], new: list[BootResult]) -> list[DetailChange]:
+    """Per cell measured on both sides: each phase's sub-phases and its part in no sub-phase
+    (where the sub-phases do not overlap), then the residual, with their changes."""
+    sides: dict[str, tuple[list[BootResult], list[BootResult]]] = {}
+    for i, boots in enumerate((base, new)):
+        for b in boots:
+            if b.state == "measured":
+                sides.setdefault(_cell(b), ([], []))[i].append(b)
+    out = []
+    for cell in sorted(sides):
+        b_ok, n_ok = sides[cell]
+        if not b_ok or not n_ok:
+            continue
+        for phase in PHASE_NAMES:
+            parts = [f"{phase}.{s}" for s in PHASE_BY_NAME[phase].subphases]
+            rest = f"{phase}.{NO_SUBPHASE}"
+            # The remainder only where every round of both sides has one.
+            whole = all(len(_metric_values(ok, rest, False)) == sum(
+                b.phases.get(phase) is not None and any(
+                    k.split(".")[0] == phase and v is not None for k, v in b.subphases.items())
+                for b in ok) for ok in (b_ok, n_ok))
+            for metric in (*parts, *([rest] if whole else [])):
+                mb, mn = median_of_rounds(b_ok, metric), median_of_rounds(n_ok, metric)
+                if mb is not None and mn is not None:
+                    out.append(DetailChange(cell, phase, metric.split(".", 1)[1], mb, mn,
+                                            mn - mb))
+        mb, mn = median_of_rounds(b_ok, RESIDUAL), median_of_rounds(n_ok, RESIDUAL)
+        if mb is not None and mn is not None:
+            out.append(DetailChange(cell, None, RESIDUAL, mb, mn, mn - mb))
+    return out
+
+
+def where_changes_went(changes: list[CellChange], details: list[DetailChange]
+                       ) -> dict[tuple[str, str], str]:
+    """(cell, phase) -> one line for each phase whose verdict is a change: its sub-phases'
+    changes and how much of it is in no sub-phase ("+0.88 s of +0.90 s is in no
+    sub-phase"), or that its sub-phases overlap and leave no remainder to state."""
+    out = {}
+    for c in changes:
+        if c.metric not in PHASE_NAMES or c.change_s is None or c.status == "no change" \
+                or not PHASE_BY_NAME[c.metric].subphases:
+            continue
+        mine = [d for d in details if d.cell == c.cell and d.phase == c.metric]
+        subs = [d for d in mine if d.part != NO_SUBPHASE]
+        rest = next((d for d in mine if d.part == NO_SUBPHASE), None)
+        line = f"{c.metric} {c.change_s:+.2f} s"
+        if subs:
+            line += ": sub-phases " + ", ".join(f"{d.part} {d.change_s:+.2f}" for d in subs)
+        if rest is None:
+            line += ("; its sub-phases overlap (stretches of several processes), so how much "
+                     "of it is in none is not known" if subs else ": no sub-phase measured")
+        else:
+            mostly = abs(rest.change_s) > abs(c.change_s) / 2
+            line += (f"; {rest.change_s:+.2f} s of {c.change_s:+.2f} s is in no sub-phase"
+                     + (" (most of the change)" if mostly else ""))
+        out[(c.cell, c.metric)] = line
+    return out
+
+
 def failing_changes(changes: list[CellChange], *, strict: bool = False,
                     allow_missing: bool = False) -> list[CellChange]:
     """The changes that fail the gate (see the module docstring)."""
@@ -298,6 +429,59 @@ def _cell_machine_differences(base: dict[str, dict[str, Any]],
     return out
 
 
+def cell_overlap(base: list[BootResult], new: list[BootResult], base_name: str,
+                 new_name: str) -> str | None:
+    """Refuse two runs with no cell in common (SchemaError); a warning line where some cells
+    are on one side only, else None."""
+    cells_base, cells_new = {_cell(b) for b in base}, {_cell(b) for b in new}
+    common = cells_base & cells_new
+    only_base, only_new = len(cells_base - common), len(cells_new - common)
+    if not common:
+        raise SchemaError(f"{base_name} ({len(cells_base)} cells) and {new_name} "
+                          f"({len(cells_new)} cells) have no cell in common: runs of different "
+                          "matrices, nothing to compare")
+    if only_base or only_new:
+        return (f"{only_base} cell(s) only in base, {only_new} only in new: compared on the "
+                f"{len(common)} cell(s) in common")
+    return None
+
+
+@dataclass
+class Prepared:
+    """Two runs read and checked as the gate reads them (``prepare``)."""
+
+    base_doc: dict[str, Any]
+    base: list[BootResult]
+    new_doc: dict[str, Any]
+    new: list[BootResult]
+    meta_base: dict[str, Any]
+    meta_new: dict[str, Any]
+    disagree: dict[str, tuple[Any, Any]]
+    unchecked: list[str]
+    overlap_warning: str | None
+
+
+def prepare(base_path: str, new_path: str, *, force: bool = False) -> Prepared:
+    """Read both runs; refuse (SchemaError) an empty run, runs whose checked metadata differ
+    (unless ``force``) and runs with no cell in common. What ``analysis.report`` uses too."""
+    base_doc, base = _load(base_path)
+    new_doc, new = _load(new_path)
+    meta_base, meta_new = machine_identity(base_doc, base), machine_identity(new_doc, new)
+    disagree = machine_differences(meta_base, meta_new)
+    if cell_identities(base_doc) or cell_identities(new_doc):
+        # A merge of shards: each cell against the machine the same cell ran on in the other.
+        disagree = _cell_machine_differences(_cell_machines(base_doc, base),
+                                             _cell_machines(new_doc, new))
+    unchecked = [k for k in meta_base if meta_base[k] is None or meta_new[k] is None]
+    if disagree and not force:
+        what = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items())
+        raise SchemaError(f"runs differ in checked metadata ({what}): not comparable; "
+                          "--force to compare anyway")
+    warning = cell_overlap(base, new, str(base_path), str(new_path))
+    return Prepared(base_doc, base, new_doc, new, meta_base, meta_new, disagree, unchecked,
+                    warning)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(prog="python -m analysis.compare",
                                      description="Compare two runs phase by phase.")
@@ -325,23 +509,18 @@ def main(argv: list[str] | None = None) -> int:
         raise InputError("--threshold and --noise-floor-s must be finite and >= 0, --alpha "
                          "in (0, 1)")
 
-    base_doc, base = _load(args.base)
-    new_doc, new = _load(args.new)
-    meta_base, meta_new = machine_identity(base_doc, base), machine_identity(new_doc, new)
-    disagree = machine_differences(meta_base, meta_new)
-    if cell_identities(base_doc) or cell_identities(new_doc):
-        # A merge of shards: each cell against the machine the same cell ran on in the other.
-        disagree = _cell_machine_differences(_cell_machines(base_doc, base),
-                                             _cell_machines(new_doc, new))
-    unchecked = [k for k in meta_base if meta_base[k] is None or meta_new[k] is None]
-    if disagree and not args.force:
-        what = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items())
-        raise SchemaError(f"runs differ in checked metadata ({what}): not comparable; "
-                          "--force to compare anyway")
+    run = prepare(args.base, args.new, force=args.force)
+    base_doc, base, new_doc, new = run.base_doc, run.base, run.new_doc, run.new
+    meta_base, meta_new, disagree, unchecked = (run.meta_base, run.meta_new, run.disagree,
+                                                run.unchecked)
+    if run.overlap_warning:
+        print(f"analysis.compare: warning: {run.overlap_warning}", file=sys.stderr)
 
     changes = compare_results(base, new, threshold=args.threshold,
                               floor_s=args.noise_floor_s, alpha=args.alpha)
     failed = failing_changes(changes, strict=args.strict, allow_missing=args.allow_missing)
+    details = detail_changes(base, new)
+    went = where_changes_went(changes, details)
 
     from rich.console import Console
     from rich.table import Table
@@ -354,7 +533,8 @@ def main(argv: list[str] | None = None) -> int:
     if unchecked:
         console.print("metadata not recorded on a side, unchecked: " + ", ".join(unchecked))
     table = Table(title_justify="left")
-    for h in ("cell", "metric", "base s", "new s", "change", "noise s", "n", "p", "status"):
+    for h in ("cell", "metric", "base median s", "new median s", "change", "noise s", "n",
+              "p", "status"):
         table.add_column(h, overflow="fold")
     shown = [c for c in changes if args.all or c.status != "no change"]
     for c in shown:
@@ -367,6 +547,9 @@ def main(argv: list[str] | None = None) -> int:
                       c.status + (f" ({c.note})" if c.note and c.status != "no change" else ""))
     if shown:
         console.print(table)
+    for (cell, _), line in went.items():
+        console.print(f"where it went: {cell}: {line}", soft_wrap=True, highlight=False,
+                      markup=False)
     console.print(f"{len(changes)} comparisons, {sum(c.status == 'no change' for c in changes)} "
                   f"unchanged, {len(failed)} failing the gate")
     # Timed comparisons whose rounds cannot give p < alpha (one round a side: no test).
@@ -385,6 +568,9 @@ def main(argv: list[str] | None = None) -> int:
             "threshold": args.threshold, "noise_floor_s": args.noise_floor_s,
             "alpha": args.alpha, "strict": args.strict, "allow_missing": args.allow_missing,
             "changes": [asdict(c) for c in changes],
+            "details": [asdict(d) for d in details],
+            "where_changes_went": [{"cell": k[0], "phase": k[1], "line": v}
+                                   for k, v in went.items()],
             "failing": len(failed)}, indent=2) + "\n")
     return 1 if failed else 0
 

