@@ -329,7 +329,9 @@ def test_the_merge_job_installs_what_its_steps_import(tmp_path):
     # their metadata's business): each must come from what the install line installs.
     imported: set[str] = set()
     for name, file in loaded.items():
-        if file and Path(file).is_relative_to(REPO) and file.endswith(".py"):
+        # the project's files only: a venv may live inside the checkout (.venv)
+        if file and Path(file).is_relative_to(REPO) and file.endswith(".py") \
+                and "site-packages" not in Path(file).parts:
             for node in ast.walk(ast.parse(Path(file).read_text())):
                 if isinstance(node, ast.Import):
                     imported |= {a.name.split(".")[0] for a in node.names}
