@@ -1,7 +1,7 @@
 """Merge the shards of one matrix, run on several machines, into one result document.
 
     python -m analysis.merge RUN.json... [SHARD.json.cells.jsonl...] -o merged.json
-        [--prefer newest] [--allow-mixed-versions]
+        [--prefer newest] [--allow-mixed-versions] [--allow-mixed-commits]
 
 Each input is a shard's ``--benchmark-json`` document or its cells log (``*.cells.jsonl``,
 one line per cell as it ended): a shard whose JSON was never written (a killed pod, a
@@ -15,7 +15,14 @@ Refused (one line, exit 2): a cell present twice with different results (``--pre
 keeps the one written last: a document's ``coldstart.written_at``, a cells log's
 modification time); inputs of different schema versions; different vLLM versions (unless
 ``--allow-mixed-versions``); different ``--rounds`` (a cell's rounds are part of its result,
-as ``--resume`` has it).
+as ``--resume`` has it), and a cell with more rounds than its run's ``--rounds`` (rounds only
+a cells log holds, of another run); shards of different matrices (``coldstart.matrix_cells``,
+else the matrix's name: a stale shard of another run); shards of different commits (unless
+``--allow-mixed-commits``: then each cell keeps its commit in ``extra_info.commit_info``).
+
+A cells log's line that a killed process cut short, and that a retry then appended to (its
+complete record on the same physical line), gives the retry's record; a cut last line is left
+out with a note; any other line that is not a record is refused, naming the file and line.
 
 Where a shard's JSON and its cells log both hold a cell with the same result, it is one cell,
 the JSON's entry kept (it has pytest-benchmark's statistics). Within one cells log a later
@@ -39,10 +46,13 @@ from harness.schema import (
     SCHEMA_VERSION,
     BootResult,
     SchemaError,
+    STATS_TIMER,
     benchmark_entry,
     cell_id,
+    cell_stats,
     read_json,
     read_results,
+    name_runs,
     validation_summary,
     write_document,
 )
@@ -68,6 +78,11 @@ class _Cell:
     source: str
     written_at: float
     from_json: bool
+    commit_info: dict[str, Any] | None = None  # None: the input does not say
+
+    def n_rounds(self) -> int:
+        fields = self.record["extra_info"] if self.recorded else self.record
+        return len(fields.get("rounds") or [fields])
 
     def same_result(self) -> str:
         """The cell's result as canonical JSON: its headline round, every round, its checks."""
@@ -94,6 +109,8 @@ class _Shard:
     host: str | None
     cells: list[_Cell]
     doc: dict[str, Any] | None = None
+    matrix_cells: dict[str, Any] | None = None  # {"count", "sha256"}: which matrix (schema 3)
+    run_rounds: set[int] | None = None  # the --rounds its cells log's lines say (schema 3)
 
 
 def _epoch(stamp: Any) -> float | None:
@@ -121,13 +138,7 @@ def _raw_versions(path: Path) -> set[Any]:
     schema is refused as a mix with the others, not as unreadable."""
     found: set[Any] = set()
     if path.suffix == CELLS_LOG_SUFFIX:
-        if not path.is_file():
-            raise MergeError(f"{path}: no such file")
-        for line in path.read_text().splitlines():
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+        for _n, entry in _log_records(path, quiet=True):
             result = entry.get("result") if isinstance(entry, dict) else None
             if isinstance(result, dict):
                 found.add(result.get("schema_version", SCHEMA_VERSION))
@@ -151,6 +162,8 @@ def _read_document(path: Path) -> _Shard:
                or path.stat().st_mtime)
     schema = {meta.get("schema_version", SCHEMA_VERSION)}
     vllm = {v} if (v := (info.get(DOCUMENT_KEY) or {}).get("vllm")) else set()
+    commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), dict) else None
+    commit = commit or None
     cells = []
     for entry in doc["benchmarks"]:
         params = entry.get("params")
@@ -161,7 +174,9 @@ def _read_document(path: Path) -> _Shard:
         s, vv = _versions_of(entry["extra_info"])
         schema |= s
         vllm |= vv
-        cells.append(_Cell(cid, clean, True, cell_info, str(path), written, True))
+        # An input that is itself a merge of commits keeps each cell's own.
+        cells.append(_Cell(cid, clean, True, cell_info, str(path), written, True,
+                           entry["extra_info"].get("commit_info") or commit))
     for result in meta.get("unrecorded", []):
         cid = cell_id({**{a: result.get(a) for a in CELL_AXES}, **(result.get("axes") or {})})
         cell_info = result.get("machine_info", info)
@@ -169,32 +184,77 @@ def _read_document(path: Path) -> _Shard:
         s, vv = _versions_of(result)
         schema |= s
         vllm |= vv
-        cells.append(_Cell(cid, clean, False, cell_info, str(path), written, True))
+        cells.append(_Cell(cid, clean, False, cell_info, str(path), written, True,
+                           result.get("commit_info") or commit))
     host = meta.get("host") or info.get("node")
     return _Shard(path, "json", schema, vllm, meta.get("rounds"), meta.get("matrix"), host,
-                  cells, doc)
+                  cells, doc,
+                  meta["matrix_cells"] if isinstance(meta.get("matrix_cells"), dict) else None)
 
 
-def _read_cells_log(path: Path) -> _Shard:
+def _log_records(path: Path, *, quiet: bool = False) -> list[tuple[int, Any]]:
+    """The records of a cells log, ``[(line number, record)]``.
+
+    A process killed while appending leaves its line cut, without a newline; a retry then
+    appends its own record right after it, on the same physical line. Such a line gives the
+    retry's record (the cut one is lost, said on stderr). A cut last line is left out (said);
+    any other line that is not JSON is refused, naming the file and the line.
+    """
     if not path.is_file():
         raise MergeError(f"{path}: no such file")
     lines = path.read_text().splitlines()
+    decoder = json.JSONDecoder()
+    out = []
+    for n, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text:
+            continue
+        try:
+            out.append((n, json.loads(text)))
+            continue
+        except json.JSONDecodeError as exc:
+            error = exc
+        retry = _retry_record(text, decoder)
+        if retry is not None:
+            if not quiet:
+                print(f"analysis.merge: {path}:{n}: a cut record left out, the record "
+                      "appended after it (a retry) kept", file=sys.stderr)
+            out.append((n, retry))
+        elif n == len(lines):  # the process died while writing it: that cell is lost
+            if not quiet:
+                print(f"analysis.merge: {path}:{n}: a cut last line left out ({error})",
+                      file=sys.stderr)
+        else:
+            raise MergeError(f"{path}:{n}: not a JSON line ({error})") from error
+    return out
+
+
+def _retry_record(text: str, decoder: json.JSONDecoder) -> dict[str, Any] | None:
+    """The complete record that ends ``text`` after a cut one, or None."""
+    start = text.find("{", 1)
+    while start != -1:
+        try:
+            record, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            record, end = None, -1
+        if end == len(text) and isinstance(record, dict) \
+                and isinstance(record.get("result"), dict):
+            return record
+        start = text.find("{", start + 1)
+    return None
+
+
+def _read_cells_log(path: Path) -> _Shard:
+    records = _log_records(path)
     written = path.stat().st_mtime
     by_cell: dict[str, _Cell] = {}
     schema: set[int] = set()
     vllm: set[str] = set()
+    matrices: set[str] = set()
+    fingerprints: list[dict[str, Any]] = []
+    run_rounds: set[int] = set()
     host = None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if n == len(lines):  # the process died while writing it: that cell is lost
-                print(f"analysis.merge: {path}:{n}: a cut last line left out ({exc})",
-                      file=sys.stderr)
-                continue
-            raise MergeError(f"{path}:{n}: not a JSON line ({exc})") from exc
+    for n, entry in records:
         if not isinstance(entry, dict) or not isinstance(entry.get("result"), dict):
             raise MergeError(f"{path}:{n}: no 'result' object: not a cells log of "
                              "`pytest benchmarks/`")
@@ -213,9 +273,25 @@ def _read_cells_log(path: Path) -> _Shard:
         checks = entry.get("checks_failed") or []
         info = entry.get("machine_info") if isinstance(entry.get("machine_info"), dict) else {}
         host = host or (info.get(DOCUMENT_KEY) or {}).get("host")
-        if result.state == "measured":
-            record = benchmark_entry(result, name=f"test_cold_start[{cid}]", params=params,
-                                     rounds=rounds)
+        if isinstance(entry.get("matrix"), str):
+            matrices.add(entry["matrix"])
+        if isinstance(entry.get("matrix_cells"), dict) \
+                and entry["matrix_cells"] not in fingerprints:
+            fingerprints.append(entry["matrix_cells"])
+        if isinstance(entry.get("run_rounds"), int):
+            run_rounds.add(entry["run_rounds"])
+        commit = entry.get("commit_info") if isinstance(entry.get("commit_info"), dict) \
+            else None
+        record = benchmark_entry(result, name=f"test_cold_start[{cid}]", params=params,
+                                 rounds=rounds)
+        # as pytest names the cell in the shards that wrote their JSON (compare --between
+        # matches runs' cells by it)
+        record["fullname"] = f"benchmarks/test_cold_start.py::test_cold_start[{cid}]"
+        stats = cell_stats(record["extra_info"])
+        if stats is not None:
+            # the statistics pytest-benchmark would have written: its Stats of the rounds
+            record["stats"] = stats
+            record["options"] = {"timer": STATS_TIMER}
             record["extra_info"]["checks_failed"] = checks
             recorded = True
         else:
@@ -225,11 +301,21 @@ def _read_cells_log(path: Path) -> _Shard:
             s, vv = _versions_of(r.model_dump())
             schema |= s
             vllm |= vv
-        by_cell[cid] = _Cell(cid, record, recorded, info, str(path), written, False)
+        by_cell[cid] = _Cell(cid, record, recorded, info, str(path), written, False,
+                             commit or None)
     if not by_cell:
         print(f"analysis.merge: {path}: no cell in this cells log", file=sys.stderr)
-    # A log does not say the --rounds it ran with; a cell stopped early has fewer.
-    return _Shard(path, "cells-log", schema, vllm, None, None, host, list(by_cell.values()))
+    if len(matrices) > 1 or len(fingerprints) > 1:
+        what = ", ".join([*sorted(matrices), *(f"{f.get('count')} cells "
+                                                f"{str(f.get('sha256'))[:12]}"
+                                                for f in fingerprints)])
+        raise MergeError(f"{path}: lines of different matrices ({what}): a cells log of "
+                         "several runs; merge the lines of one")
+    # A log written before schema 3 does not say the --rounds it ran with (a cell stopped
+    # early has fewer rounds than asked): merge judges it by its cells' rounds.
+    return _Shard(path, "cells-log", schema, vllm, None, matrices.pop() if matrices else None,
+                  host, list(by_cell.values()), None,
+                  fingerprints[0] if fingerprints else None, run_rounds)
 
 
 def _read(path: Path) -> _Shard:
@@ -258,8 +344,36 @@ def _common(dicts: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _agreed(values: list[Any]) -> Any:
+    return values[0] if values and all(v == values[0] for v in values) else {}
+
+
+def _commit_key(commit: dict[str, Any]) -> tuple[Any, Any]:
+    return commit.get("id"), bool(commit.get("dirty"))
+
+
+def _check_matrices(shards: list[_Shard]) -> dict[str, Any] | None:
+    """Refuse shards of different matrices; the run's ``matrix_cells`` where known.
+
+    The digest of the selected cells says it where every shard has one (a matrix file's path
+    may differ between machines); else the matrix's name does."""
+    digests = {json.dumps(s.matrix_cells, sort_keys=True): s for s in shards if s.matrix_cells}
+    named = {s.matrix: s for s in shards if s.matrix}
+    if len(digests) > 1:
+        where = "; ".join(f"{s.path}: {s.matrix or '?'}, {s.matrix_cells.get('count')} cells "
+                          f"{str(s.matrix_cells.get('sha256'))[:12]}" for s in digests.values())
+        raise MergeError(f"shards of different matrices ({where}): a stale shard of another "
+                         "run? merge the shards of one run")
+    if any(not s.matrix_cells for s in shards) and len(named) > 1:
+        where = "; ".join(f"{s.path}: {m}" for m, s in named.items())
+        raise MergeError(f"shards of different matrices ({where}): a stale shard of another "
+                         "run? merge the shards of one run")
+    return json.loads(next(iter(digests))) if digests else None
+
+
 def merge(paths: list[Path], *, prefer_newest: bool = False,
-          allow_mixed_versions: bool = False) -> dict[str, Any]:
+          allow_mixed_versions: bool = False,
+          allow_mixed_commits: bool = False) -> dict[str, Any]:
     """One result document from the shards at ``paths`` (see the module's doc)."""
     if not paths:
         raise MergeError("no input: give the shards' JSON documents and/or cells logs")
@@ -284,10 +398,23 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
                           if s.vllm_versions)
         raise MergeError(f"mixed vLLM versions ({where}): one run measures one release; "
                          "--allow-mixed-versions to merge anyway")
-    rounds = {s.rounds for s in shards if s.rounds is not None}
+    fingerprint = _check_matrices(shards)
+    rounds = {s.rounds for s in shards if s.rounds is not None} | \
+        {r for s in shards for r in (s.run_rounds or ())}
     if len(rounds) > 1:
-        raise MergeError(f"shards ran with different --rounds {sorted(rounds)}: a cell's "
+        where = "; ".join(f"{s.path}: {sorted({s.rounds} if s.rounds else s.run_rounds)}"
+                          for s in shards if s.rounds or s.run_rounds)
+        raise MergeError(f"shards ran with different --rounds ({where}): a cell's "
                          "rounds are part of its result")
+    if rounds:
+        asked = next(iter(rounds))
+        for s in shards:
+            for c in s.cells:
+                if c.n_rounds() > asked:
+                    raise MergeError(
+                        f"{s.path}: {c.cell} has {c.n_rounds()} rounds, the run's --rounds is "
+                        f"{asked}: rounds of another run (a cells log of a run with more "
+                        "rounds?); merge the shards of one run")
 
     chosen: dict[str, _Cell] = {}
     order: list[str] = []
@@ -309,6 +436,19 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
                                  "last")
 
     cells = [chosen[c] for c in order]
+    # The kept cells' commits (a cell in a JSON and its log alike counts once).
+    commits: dict[tuple[Any, Any], dict[str, Any]] = {}
+    commits_at: dict[tuple[Any, Any], str] = {}
+    for c in cells:
+        if c.commit_info:
+            commits.setdefault(_commit_key(c.commit_info), c.commit_info)
+            commits_at.setdefault(_commit_key(c.commit_info), c.source)
+    if len(commits) > 1 and not allow_mixed_commits:
+        where = "; ".join(f"{commits_at[k]}: {k[0]}{' (dirty)' if k[1] else ''}"
+                          for k in commits)
+        raise MergeError(f"shards of different commits ({where}): one run measures one "
+                         "checkout; --allow-mixed-commits to merge anyway (each cell keeps "
+                         "its commit)")
     machines = group_machines([_identity(c) for c in cells])
     docs = [s.doc for s in shards if s.doc is not None]
     infos = [c.machine_info for c in cells] or [s.doc.get("machine_info") or {} for s in shards
@@ -320,22 +460,32 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
     else:
         # Only what every machine shares; each cell says the rest of its own.
         top = _common(infos)
-    commits = [d.get("commit_info") for d in docs if d.get("commit_info")]
     matrices = {s.matrix for s in shards if s.matrix}
+    mixed_commits = len(commits) > 1
     entries, unrecorded = [], []
     for c in cells:
         if c.recorded:
-            entries.append({**c.record, "machine_info": c.machine_info})
+            entry = {**c.record, "machine_info": c.machine_info}
+            if mixed_commits and c.commit_info:
+                entry["extra_info"] = {**entry["extra_info"], "commit_info": c.commit_info}
+            entries.append(entry)
         else:
-            unrecorded.append({**c.record, "machine_info": c.machine_info})
+            record = {**c.record, "machine_info": c.machine_info}
+            if mixed_commits and c.commit_info:
+                record["commit_info"] = c.commit_info
+            unrecorded.append(record)
     merged: dict[str, Any] = {
         "machine_info": top,
-        "commit_info": commits[0] if commits and all(x == commits[0] for x in commits) else {},
+        # One commit: it. Several (allowed): what they share; each cell says its own. No
+        # cell: the documents' own, where they agree.
+        "commit_info": _common(list(commits.values())) if commits else _agreed(
+            [d.get("commit_info") for d in docs if d.get("commit_info")]),
         "benchmarks": entries,
         "datetime": datetime.now().astimezone().isoformat(),
         DOCUMENT_KEY: {
             "schema_version": schema.pop() if schema else SCHEMA_VERSION,
             "matrix": matrices.pop() if len(matrices) == 1 else None,
+            "matrix_cells": fingerprint,
             "rounds": rounds.pop() if rounds else None,
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "unrecorded": unrecorded,
@@ -347,7 +497,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
     versions = [d.get("version") for d in docs if d.get("version")]
     if versions:
         merged["version"] = versions[0]  # pytest-benchmark's, read by its own tools
-    return merged
+    return name_runs(merged)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -360,12 +510,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="a cell found with different results: keep the one written last")
     parser.add_argument("--allow-mixed-versions", action="store_true",
                         help="merge shards of different vLLM versions")
+    parser.add_argument("--allow-mixed-commits", action="store_true",
+                        help="merge shards of different commits (each cell keeps its "
+                             "commit_info in extra_info)")
     args = parser.parse_args(argv)
     if args.out.exists() and args.out.is_dir():
         raise InputError(f"-o {args.out}: is a folder")
     paths = list(dict.fromkeys(args.inputs))  # a file named twice is read once
     doc = merge(paths, prefer_newest=args.prefer == "newest",
-                allow_mixed_versions=args.allow_mixed_versions)
+                allow_mixed_versions=args.allow_mixed_versions,
+                allow_mixed_commits=args.allow_mixed_commits)
     write_document(doc, args.out)
     meta = doc[DOCUMENT_KEY]
     print(f"analysis.merge: {len(doc['benchmarks']) + len(meta['unrecorded'])} cells "

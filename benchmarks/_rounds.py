@@ -36,7 +36,16 @@ from typing import Any
 from benchmarks._envs import REPO_ROOT, Release, checkout_env
 from benchmarks.matrix import AXIS_OPTIONS, Cell
 from harness.registry import LOG_PROBE_PAIRS, WrapTarget
-from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, BootResult, cell_id, extra_info
+from harness.schema import (
+    DOCUMENT_KEY,
+    SCHEMA_VERSION,
+    STATS_TIMER,
+    BootResult,
+    cell_id,
+    cell_stats,
+    extra_info,
+    name_runs,
+)
 
 ORDER_NOTE = ("interleaved per cell: round r runs the releases forward when r is odd, "
               "backward when even (ABBA for two)")
@@ -256,13 +265,16 @@ def _cell_of(result: dict[str, Any]) -> str:
 def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], release: Release, *,
                matrix: str, rounds: int, missing_targets: Sequence[WrapTarget] = (),
                extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One pytest-benchmark document for one release from the documents of its slots."""
-    from pytest_benchmark.stats import Stats
+    """One pytest-benchmark document for one release from the documents of its slots.
 
+    A cell's ``stats`` are its measured rounds' ``wall_s`` (``harness.schema.cell_stats``),
+    never the slots' own stats: a slot document written before those agreed timed the whole
+    boot call, seconds more.
+    """
     first: dict[str, Any] = next((d for _, d, _ in ran if d.get("machine_info")), {})
     per_cell: dict[str, dict[str, Any]] = {}
     for slot, doc, _record in ran:
-        acc = per_cell.setdefault(slot.cell.id, {"cell": slot.cell, "rounds": [], "timings": [],
+        acc = per_cell.setdefault(slot.cell.id, {"cell": slot.cell, "rounds": [],
                                                  "checks": [], "entry": None, "floor": None})
         entry = next((e for e in doc.get("benchmarks", [])
                       if e.get("param") == slot.cell.id
@@ -274,9 +286,6 @@ def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], relea
             acc["rounds"] += [BootResult.model_validate(
                 {k: v for k, v in r.items() if k in BootResult.model_fields})
                 for r in (extra.get("rounds") or [extra])]
-            stats = entry.get("stats") or {}
-            if stats.get("median") is not None:
-                acc["timings"].append(float(stats["median"]))
             acc["checks"] += [f"round {slot.round}: {c}" for c in extra.get("checks_failed") or []]
             continue
         for r in (doc.get(DOCUMENT_KEY) or {}).get("unrecorded") or []:
@@ -295,20 +304,17 @@ def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], relea
         if len(platforms) == 1:
             rounds_ = [r if r.platform else r.model_copy(update={"platform": next(iter(platforms))})
                        for r in rounds_]
-        if acc["entry"] is None or not acc["timings"]:
+        extra = extra_info(_headline(rounds_), rounds_)
+        stats = cell_stats(extra)
+        if acc["entry"] is None or stats is None:
             unrecorded += [{**r.model_dump(mode="json"), "checks_failed": acc["checks"]}
                            for r in rounds_]
             continue
-        stats = Stats()
-        for t in acc["timings"]:
-            stats.update(t)
-        extra = extra_info(_headline(rounds_), rounds_)
         extra["storage_floor"] = acc["floor"]
         extra["checks_failed"] = acc["checks"]
-        entries.append({**{k: v for k, v in acc["entry"].items()
-                           if k not in ("stats", "extra_info")},
-                        "stats": {**stats.as_dict(), "data": list(acc["timings"])},
-                        "extra_info": extra})
+        entry = {k: v for k, v in acc["entry"].items() if k not in ("stats", "extra_info")}
+        entry["options"] = {**(entry.get("options") or {}), "timer": STATS_TIMER}
+        entries.append({**entry, "stats": stats, "extra_info": extra})
     meta = {"schema_version": SCHEMA_VERSION, "matrix": matrix, "rounds": rounds,
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
             "pid": os.getpid(), "unrecorded": unrecorded,
@@ -316,12 +322,12 @@ def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], relea
             "probe_targets_missing": [f"{t.module}:{t.attr} ({t.event})" for t in missing_targets],
             "interleaved": {"order": ORDER_NOTE, "slots": [rec for _, _, rec in ran]}}
     meta.update(extra_meta or {})
-    return {"machine_info": first.get("machine_info", {}),
-            "commit_info": first.get("commit_info", {}),
-            "benchmarks": entries,
-            "datetime": first.get("datetime"),
-            "version": first.get("version"),
-            DOCUMENT_KEY: meta}
+    return name_runs({"machine_info": first.get("machine_info", {}),
+                      "commit_info": first.get("commit_info", {}),
+                      "benchmarks": entries,
+                      "datetime": first.get("datetime"),
+                      "version": first.get("version"),
+                      DOCUMENT_KEY: meta})
 
 
 def release_file(release: Release) -> str:

@@ -18,35 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.check import read_document
-from harness.schema import DOCUMENT_KEY, SchemaError
+from harness.schema import (  # noqa: F401  (measured_walls, wall_stats: read from here too)
+    DOCUMENT_KEY,
+    STATS_TIMER,
+    SchemaError,
+    cell_stats,
+    measured_walls,
+    name_runs,
+    wall_stats,
+)
 
 DROPPED = ("events", "log_tail")
-# options.timer of every entry whose stats are the rounds' wall_s: what made the numbers, for
-# whoever reads the JSON with pytest-benchmark's tools (it records its own timer there).
-STATS_TIMER = "BootResult.wall_s of the measured rounds (launch to ready)"
-
-
-def measured_walls(extra: dict[str, Any]) -> list[float]:
-    """A cell's times: the ``wall_s`` of its measured rounds, in the order they ran.
-
-    What pytest-benchmark's ``stats`` are made of, and what ``analysis.compare`` takes the
-    median of. A failed or skipped round has no time: it stays in ``extra_info.rounds`` (and
-    ``analysis.compare`` counts it as a failure or a skip), it never enters the statistics as
-    a duration. An entry without rounds (an older document) is its headline round.
-    """
-    rounds = extra.get("rounds") or [extra]
-    return [float(r["wall_s"]) for r in rounds if isinstance(r, dict)
-            and r.get("state") == "measured" and r.get("wall_s") is not None]
-
-
-def wall_stats(walls: list[float]):
-    """pytest-benchmark's own Stats object over ``walls`` (its fields, its quartile rules)."""
-    from pytest_benchmark.stats import Stats
-
-    stats = Stats()
-    for wall in walls:
-        stats.update(wall)
-    return stats
 
 
 def restate_stats(doc: dict) -> dict:
@@ -66,17 +48,12 @@ def restate_stats(doc: dict) -> dict:
         if not isinstance(old, dict):  # analysis.ingest's entries: no pytest-benchmark timing
             kept.append(bench)
             continue
-        walls = measured_walls(extra)
-        if not walls:
+        new = cell_stats(extra, data="data" in old)
+        if new is None:
             unrecorded.append({**{k: v for k, v in extra.items()
                                   if k not in ("rounds", "storage_floor")},
                                "checks_failed": extra.get("checks_failed") or []})
             continue
-        stats = wall_stats(walls)
-        new = stats.as_dict()
-        if "data" in old:
-            new["data"] = list(stats.data)
-        new["iterations"] = old.get("iterations", 1)
         bench["stats"] = new
         bench.setdefault("options", {})["timer"] = STATS_TIMER
         kept.append(bench)
@@ -84,7 +61,15 @@ def restate_stats(doc: dict) -> dict:
     if unrecorded:
         meta = doc.setdefault(DOCUMENT_KEY, {})
         meta["unrecorded"] = [*meta.get("unrecorded", []), *unrecorded]
-    return doc
+    return name_runs(doc)
+
+
+def upgrade(doc: dict) -> dict:
+    """A document written before schema 3, as pytest-benchmark's own ``compare`` reads it:
+    its stats restated (:func:`restate_stats`, with ``iterations``) and each entry named by
+    its run (``fullfunc``). Nothing is dropped; the schema version it was measured with stays.
+    """
+    return restate_stats(doc)
 
 
 def _strip(result: dict, keep_events: bool = False) -> dict:
@@ -114,12 +99,21 @@ def compact(doc: dict, keep_events: bool = False) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.compact", description=__doc__.split("\n")[0])
-    ap.add_argument("json", type=Path)
-    ap.add_argument("-o", "--out", type=Path, required=True)
+    ap.add_argument("json", type=Path, nargs="+")
+    ap.add_argument("-o", "--out", type=Path, default=None)
+    ap.add_argument("--upgrade", action="store_true",
+                    help="rewrite each document in place with its stats restated and its "
+                         "entries named by run (pytest-benchmark compare reads it); drops "
+                         "nothing")
     ap.add_argument("--keep-events", action="store_true",
                     help="keep each cell's headline round's events (the run page's timeline, "
                          "harness.trace --cell); drop only the rounds' copies")
     args = ap.parse_args(argv)
+    if args.upgrade:
+        return _upgrade_files(args.json)
+    if args.out is None or len(args.json) != 1:
+        ap.error("give one document and -o OUT (or --upgrade FILE...)")
+    args.json = args.json[0]
     try:
         doc = compact(read_document(args.json), keep_events=args.keep_events)
         args.out.write_text(json.dumps(doc, indent=1) + "\n")
@@ -127,6 +121,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks.compact: error: {exc}", file=sys.stderr)
         return 2
     print(f"{args.json} ({args.json.stat().st_size:,} B) -> {args.out} ({args.out.stat().st_size:,} B)")
+    return 0
+
+
+def _upgrade_files(paths: list[Path]) -> int:
+    for path in paths:
+        try:
+            doc = upgrade(read_document(path))
+            path.write_text(json.dumps(doc, indent=1) + "\n")
+        except (SchemaError, OSError) as exc:
+            print(f"benchmarks.compact: error: {exc}", file=sys.stderr)
+            return 2
+        print(f"upgraded {path}")
     return 0
 
 

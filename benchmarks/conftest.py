@@ -31,7 +31,6 @@ from typing import Any
 
 import pytest
 
-from benchmarks.compact import STATS_TIMER, measured_walls, wall_stats
 from benchmarks.matrix import (
     AXES,
     AXIS_OPTIONS,
@@ -46,10 +45,15 @@ from benchmarks.matrix import (
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
+    STATS_TIMER,
     BootResult,
     SchemaError,
     gpu_models,
+    matrix_cells,
+    measured_walls,
+    name_runs,
     new_document,
+    wall_stats,
     write_document,
 )
 
@@ -239,8 +243,14 @@ class ColdstartSession:
         with open(self.cells_log, "a") as fh:
             # machine_info: a shard whose JSON is never written is merged from this log
             # (analysis.merge), and its cells must still say which machine they ran on.
+            # matrix, run_rounds, commit_info: what analysis.merge checks a log's shard by
+            # (a shard of another matrix, rounds the JSON does not say, another commit).
             fh.write(json.dumps({"cell": cell.id, "params": cell.params(),
                                  "machine_info": _machine_info(self.config),
+                                 "matrix": self.config.getoption("matrix"),
+                                 "matrix_cells": _matrix_cells(self.config),
+                                 "run_rounds": self.rounds,
+                                 "commit_info": _commit_info(self.config),
                                  "checks_failed": checks_failed or [],
                                  "result": result.model_dump(mode="json"),
                                  "rounds": [r.model_dump(mode="json")
@@ -253,6 +263,19 @@ def _machine_info(config: pytest.Config) -> dict[str, Any]:
     info = config.hook.pytest_benchmark_generate_machine_info(config=config)
     config.hook.pytest_benchmark_update_machine_info(config=config, machine_info=info)
     return info
+
+
+@functools.cache
+def _commit_info(config: pytest.Config) -> dict[str, Any]:
+    """pytest-benchmark's ``commit_info`` of this checkout, once a session."""
+    info = config.hook.pytest_benchmark_generate_commit_info(config=config)
+    config.hook.pytest_benchmark_update_commit_info(config=config, commit_info=info)
+    return info
+
+
+def _matrix_cells(config: pytest.Config) -> dict[str, Any]:
+    """The whole selection's digest (before ``--splits``): every shard of a run alike."""
+    return matrix_cells([c.id for c in getattr(config, "_coldstart_cells", [])])
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -412,6 +435,7 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
     doc[DOCUMENT_KEY] = {
         "schema_version": SCHEMA_VERSION,
         "matrix": config.getoption("matrix"),
+        "matrix_cells": _matrix_cells(config),
         "rounds": run_setting(config, "rounds"),
         # What made the run, for the report: pytest's own arguments as given.
         "command": shlex.join(["pytest", *config.invocation_params.args]),
@@ -420,7 +444,7 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
         "pid": os.getpid(),
         "unrecorded": unrecorded,
     }
-    return doc
+    return name_runs(doc)
 
 
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list,

