@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness import schema
-from harness.log_scan import LogScan, _capture_applies, _compile_disabled
+from harness.log_facts import capture_not_applicable, compile_disabled
+from harness.log_scan import LogScan
 
 # The instant each phase's evidence ends at, in boot order: a failed boot completed the
 # phases before the last one it reached.
@@ -33,7 +34,7 @@ def _marked_before(scan: LogScan, key: str, end: float) -> bool:
     return bool(times) and times[0] <= end
 
 
-def _framework_bootstrap(scan: LogScan, notes: dict[str, str]) -> float | None:
+def framework_bootstrap_s(scan: LogScan, notes: dict[str, str]) -> float | None:
     end = scan.first("model_loading_start")
     if end is None or end < 0:
         # A start before the log's first line: the lines are out of order, no span to read.
@@ -57,7 +58,7 @@ def _framework_bootstrap(scan: LogScan, notes: dict[str, str]) -> float | None:
 _NO_LOADING_TOTAL = ("cpu", "tpu")
 
 
-def _model_loading(scan: LogScan, notes: dict[str, str]) -> float | None:
+def model_loading_s(scan: LogScan, notes: dict[str, str]) -> float | None:
     """vLLM's "Model loading took" (or tpu-inference's total); where the runner prints none
     (the CPU runner, the TPU runner, loaders whose total a paste left out) the printed parts:
     "Loading weights took" and "Initializing model took", each read, their sum the phase."""
@@ -84,7 +85,7 @@ def _model_loading(scan: LogScan, notes: dict[str, str]) -> float | None:
     return parts
 
 
-def _printed_total(scan: LogScan) -> tuple[float | None, str | None]:
+def printed_total(scan: LogScan) -> tuple[float | None, str | None]:
     """The start-up total the log prints: the study driver's "initialize_engine took" around
     LLM(...), else vLLM's "init engine (profile, create kv cache, warmup model) took" (V1 and
     V0 0.7+: everything after model loading)."""
@@ -97,7 +98,7 @@ def _printed_total(scan: LogScan) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _torch_compile(scan: LogScan, notes: dict[str, str]) -> float | None:
+def torch_compile_s(scan: LogScan, notes: dict[str, str]) -> float | None:
     d = scan.durations
     if "tpu_compile_s" in d:
         notes["torch_compile"] = ("sum of the TPU runner's 'Compilation finished in X [secs]' "
@@ -138,7 +139,7 @@ def _torch_compile(scan: LogScan, notes: dict[str, str]) -> float | None:
     return None
 
 
-def _not_below_zero(difference: float, scan: LogScan) -> float | None:
+def not_below_zero(difference: float, scan: LogScan) -> float | None:
     """A difference of logged durations; below zero by more than rounding, the log disagrees
     with itself and the value is not read."""
     # vLLM prints graph capture in whole seconds and most durations to 0.01 s.
@@ -148,7 +149,7 @@ def _not_below_zero(difference: float, scan: LogScan) -> float | None:
     return max(0.0, difference)
 
 
-def _span(scan: LogScan, start_key: str, end_key: str) -> float | None:
+def span_s(scan: LogScan, start_key: str, end_key: str) -> float | None:
     """Seconds from the first ``start_key`` line to the first ``end_key`` line after it."""
     start = scan.first(start_key)
     if start is None:
@@ -166,23 +167,23 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     notes: dict[str, str] = {}
     how: dict[str, str] = {}
 
-    phases["framework_bootstrap"] = _framework_bootstrap(scan, how)
+    phases["framework_bootstrap"] = framework_bootstrap_s(scan, how)
     phases["tokenizer_init"] = d.get("tokenizer_init_s")
 
-    phases["model_loading"] = _model_loading(scan, how)
+    phases["model_loading"] = model_loading_s(scan, how)
     subphases["model_loading.model_init"] = d.get("model_init_s")
     subphases["model_loading.load_weights"] = d.get("load_weights_s")
 
     compile_s: float | None
-    if _compile_disabled(facts):
+    if compile_disabled(facts):
         notes["torch_compile"] = f"{schema.NOT_APPLICABLE_PREFIX}: compilation disabled (mode NONE)"
         compile_s = None
         compile_part = 0.0
     else:
-        compile_s = _torch_compile(scan, how)
+        compile_s = torch_compile_s(scan, how)
         compile_part = compile_s
     phases["torch_compile"] = compile_s
-    if not _compile_disabled(facts):
+    if not compile_disabled(facts):
         # Each part as printed, also where the total is not in the log (a paste cut before it).
         known = compile_s is not None
         cache = facts.get("compile_cache")
@@ -198,7 +199,7 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
 
     capture_s: float | None
     capture_part: float | None
-    not_applicable = _capture_applies(facts)
+    not_applicable = capture_not_applicable(facts)
     if not_applicable:
         notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: {not_applicable}"
         capture_s, capture_part = None, 0.0
@@ -212,14 +213,14 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     if init is not None and compile_part is not None and capture_part is not None:
         # torch.compile runs inside the profiling forward and graph capture inside the
         # warm-up: both are inside vLLM's "init engine" window, counted once in their phase.
-        kv = _not_below_zero(init - compile_part - capture_part, scan)
+        kv = not_below_zero(init - compile_part - capture_part, scan)
         how["kv_cache_profiling"] = ("vLLM's 'init engine (profile, create kv cache, warmup "
                                      "model) took' less torch_compile and cuda_graph_capture")
         if "memory_profiling_s" in d:
-            profiling = _not_below_zero(d["memory_profiling_s"] - compile_part, scan)
+            profiling = not_below_zero(d["memory_profiling_s"] - compile_part, scan)
             subphases["kv_cache_profiling.memory_profiling"] = profiling
             if kv is not None and profiling is not None:
-                subphases["kv_cache_profiling.kv_cache_allocation"] = _not_below_zero(
+                subphases["kv_cache_profiling.kv_cache_allocation"] = not_below_zero(
                     kv - profiling, scan)
             how["kv_cache_profiling.kv_cache_allocation"] = (
                 "the rest of kv_cache_profiling after memory profiling: KV-cache allocation "
@@ -235,7 +236,7 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     return phases, subphases, notes, how
 
 
-def _reached(scan: LogScan) -> int:
+def phases_reached(scan: LogScan) -> int:
     """Index in boot order of the last phase the log shows evidence of (-1: none)."""
     reached = -1
     for i, name in enumerate(schema.PHASE_NAMES):
@@ -255,7 +256,7 @@ _STARTS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str | None:
+def unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str | None:
     """The phase a log that stops before start-up finished was in.
 
     In this order: the phase the innermost vLLM frame of its traceback belongs to

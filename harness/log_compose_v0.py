@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 from harness import schema
-from harness.log_compose import (_framework_bootstrap, _model_loading, _not_below_zero, _span,
-                                 _torch_compile)
-from harness.log_scan import LogScan, _capture_applies, _compile_disabled
+from harness.log_compose import (
+    framework_bootstrap_s,
+    model_loading_s,
+    not_below_zero,
+    span_s,
+    torch_compile_s,
+)
+from harness.log_facts import capture_not_applicable, compile_disabled
+from harness.log_scan import LogScan
+
 
 def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | None],
                                         dict[str, str], dict[str, str]]:
@@ -27,11 +34,11 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     resolution = facts.get("timestamp_resolution_s", 1.0)
     stamps = f"log timestamps (resolution {resolution:g} s)"
 
-    phases["framework_bootstrap"] = _framework_bootstrap(scan, how)
+    phases["framework_bootstrap"] = framework_bootstrap_s(scan, how)
     phases["tokenizer_init"] = d.get("tokenizer_init_s")
-    loading = _model_loading(scan, how)
+    loading = model_loading_s(scan, how)
     if loading is None:
-        loading = _span(scan, "model_loading_start", "v0_weights_loaded")
+        loading = span_s(scan, "model_loading_start", "v0_weights_loaded")
         if loading is not None:
             how["model_loading"] = (f"{stamps}: 'Starting to load model' -> 'Loading model "
                                     "weights took'")
@@ -39,20 +46,20 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     subphases["model_loading.model_init"] = d.get("model_init_s")
     subphases["model_loading.load_weights"] = d.get("load_weights_s")
 
-    if _compile_disabled(facts):
+    if compile_disabled(facts):
         notes["torch_compile"] = f"{schema.NOT_APPLICABLE_PREFIX}: compilation disabled (level 0)"
         compile_s: float | None = None
     else:
-        compile_s = _torch_compile(scan, how)
+        compile_s = torch_compile_s(scan, how)
     phases["torch_compile"] = compile_s
     # V0 compiles only when asked (a compilation level above 0, from 0.6.2): with no compile
     # line there is nothing to take out of the profiling window; the note says so.
     compile_part = compile_s or 0.0
-    if compile_s is None and not _compile_disabled(facts):
+    if compile_s is None and not compile_disabled(facts):
         how["torch_compile"] = ("no compile line: the V0 engine compiles only when asked, so "
                                 "nothing is taken out of kv_cache_profiling for it")
 
-    not_applicable = _capture_applies(facts)
+    not_applicable = capture_not_applicable(facts)
     if not_applicable:
         notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: {not_applicable}"
         capture_s, capture_part = None, 0.0
@@ -64,7 +71,7 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     kv: float | None = None
     init = d.get("init_engine_s")
     if init is not None and capture_part is not None:
-        kv = _not_below_zero(init - compile_part - capture_part, scan)
+        kv = not_below_zero(init - compile_part - capture_part, scan)
         how["kv_cache_profiling"] = ("vLLM's 'init engine (profile, create kv cache, warmup "
                                      "model) took' less torch_compile and cuda_graph_capture")
     elif "v0_weights_loaded" in scan.marks:
@@ -72,20 +79,20 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
         # without a capture, to the KV-cache size line: the allocation after it is not logged.
         end_key = "capture_start" if not not_applicable and "capture_start" in scan.marks \
             else "v0_blocks"
-        span = _span(scan, "v0_weights_loaded", end_key)
+        span = span_s(scan, "v0_weights_loaded", end_key)
         if span is not None:
-            kv = _not_below_zero(span - compile_part, scan)
+            kv = not_below_zero(span - compile_part, scan)
             how["kv_cache_profiling"] = (
                 f"{stamps}: 'Loading model weights took' -> "
                 + ("'Capturing the model for CUDA graphs'" if end_key == "capture_start" else
                    "'# GPU blocks' (the KV-cache allocation after it is not in the log)"))
     if "memory_profiling_s" in d:
-        subphases["kv_cache_profiling.memory_profiling"] = _not_below_zero(
+        subphases["kv_cache_profiling.memory_profiling"] = not_below_zero(
             d["memory_profiling_s"] - compile_part, scan)
     else:
-        profiling = _span(scan, "v0_weights_loaded", "v0_blocks")
+        profiling = span_s(scan, "v0_weights_loaded", "v0_blocks")
         if profiling is not None:
-            subphases["kv_cache_profiling.memory_profiling"] = _not_below_zero(
+            subphases["kv_cache_profiling.memory_profiling"] = not_below_zero(
                 profiling - compile_part, scan)
             how["kv_cache_profiling.memory_profiling"] = (
                 f"{stamps}: 'Loading model weights took' -> '# GPU blocks'")

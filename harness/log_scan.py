@@ -14,23 +14,14 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from harness import registry
+from harness.log_facts import capture_not_applicable, compile_cache_state, engine_config, fact_value
+from harness.log_lines import LogLine, detect_version, parse_line, place_in_time
 
 __all__ = ["LogScan", "scan_lines", "split_boots", "engine_config"]
 
-# vLLM colours its process prefix and levels when writing to a terminal.
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-# "<prefix>LEVEL MM-DD HH:MM:SS[.mmm] [file.py:123] message" ("file.py:123] message" up to
-# 0.7, the V0 engine's logger); the prefix holds
-# VLLM_LOGGING_PREFIX and "(EngineCore_DP0 pid=42)"-style process tags.
-_HEADER = re.compile(
-    r"^(?P<prefix>.*?)\b(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
-    r"(?P<ts>(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\s+"
-    r"(?:\[(?P<where>[^\]]*)\]|(?P<where_v0>[\w.\-]+:\d+)\])\s?(?P<msg>.*)$"
-)
 _BOOT_START = re.compile(registry.BOOT_START_REGEX)
 # The first lines a vLLM process logs, and the processes that are a boot's front end: where
 # the next boot begins.
@@ -39,25 +30,14 @@ _FRONT_END = ("MainProcess", "APIServer")
 _MODEL_LOADED = next(p.compiled for p in registry.LOG_PATTERNS if p.key == "model_loading_s")
 _LOADING_STARTS = [p.compiled for p in registry.LOG_PATTERNS
                    if p.key in ("model_loading_start", "load_weights_s", "model_init_s")]
-# A process tag: "(EngineCore_DP0 pid=42)", "(VllmWorker rank=1 pid=43)", Ray's
-# "(RayWorkerWrapper pid=44, ip=10.0.0.2)". Wrappers nest them ("(EngineCore pid=1)
-# (RayWorkerWrapper pid=2, ip=..)", Ray Serve's replica before both): the innermost (last) tag
-# is the process that logged the line.
-_PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)"
-                      r"(?:,\s*ip=(?P<ip>[0-9A-Fa-f.:]+))?\)")
-_SOURCE_FILE = re.compile(r"([\w.\-]+\.py):\d+")
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>]+)\s*$')
 _CALL = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*)?(?:await\s+)?[\w.]*?\b(?P<func>\w+)\(")
 _COMPILER = re.compile(registry.TRACEBACK_COMPILER_PATH)
 _FUNCTION_PHASE = {f: phase for phase, names in registry.TRACEBACK_FUNCTIONS for f in names}
 # A line that reads like start-up timing (a timing word and a number); if no pattern takes
 # it, the scan reports it.
-_LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNORECASE)
-_NUMBER = re.compile(r"\d")
-# vLLM's timestamps carry no year. The stand-in year is a common one (a leap year would put
-# a 29 Feb between 28 Feb and 1 Mar and add a day to a boot crossing them), unless the log
-# itself names a 29 Feb; a boot crossing New Year moves to the next stand-in year.
-_COMMON_YEAR, _LEAP_YEAR = 2001, 2000
+LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNORECASE)
+HAS_DIGIT = re.compile(r"\d")
 
 
 @dataclass
@@ -109,162 +89,6 @@ class LogScan:
         return times[-1] if times else None
 
 
-@dataclass
-class _Line:
-    text: str  # what the patterns are searched in
-    raw: str
-    t: datetime | None  # parsed in the stand-in year where the line names none
-    level: str | None
-    process: str | None
-    pid: int | None
-    subsecond: bool = False
-    stamp: str | None = None  # the timestamp as written, "MM-DD HH:MM:SS[.fff]" or with a year
-    ip: str | None = None  # a Ray worker's node
-    prefix: str = ""  # what came before the level: wrappers and process tags
-    source: str | None = None  # "default_loader.py", from the "[file.py:123]" tag
-    # Every process tag of the prefix, outermost first: (name, pid, ip). The whole chain names
-    # the process (ranks under one EngineCore, Ray workers on several nodes with one pid).
-    tags: tuple[tuple[str, int, str | None], ...] = ()
-
-    @property
-    def who(self) -> Any:
-        """The process that logged the line; None: untagged (the front end, or a paste
-        without prefixes)."""
-        return self.tags or None
-
-    @property
-    def has_year(self) -> bool:
-        return self.stamp is not None and len(self.stamp) > 4 and self.stamp[4] == "-"
-
-
-def _parse_timestamp(text: str, year: int = _LEAP_YEAR) -> datetime | None:
-    text = text.replace(",", ".").replace("T", " ")
-    for fmt in ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S"):
-        try:
-            stamp = text if text[4] == "-" else f"{year}-{text}"
-            return datetime.strptime(stamp, fmt)
-        except (ValueError, IndexError):
-            continue
-    return None
-
-
-def _place_in_time(parsed: list[_Line]) -> list[float | None]:
-    """Seconds since the first timestamped line, for every line (None: no timestamp).
-
-    A yearless timestamp is placed in the stand-in year (or the one after or before it) that
-    puts it nearest the latest instant seen so far: a boot crossing New Year continues in the
-    next year, and a line a second out of order (processes flush independently) stays beside
-    its neighbours instead of jumping a year.
-    """
-    base = _LEAP_YEAR if any(line.stamp and line.stamp[:5] == "02-29" for line in parsed
-                             if not line.has_year) else _COMMON_YEAR
-    origin: datetime | None = None
-    year = base
-    latest: float | None = None
-    out: list[float | None] = []
-    for line in parsed:
-        if line.t is None or line.stamp is None:
-            out.append(None)
-            continue
-        if line.has_year:
-            t = line.t
-        else:
-            candidates = [(y, _parse_timestamp(line.stamp, y)) for y in (year - 1, year, year + 1)]
-            placed = [(y, c) for y, c in candidates if c is not None]
-            if not placed:
-                out.append(None)
-                continue
-            if origin is None or latest is None:
-                year, t = next((y, c) for y, c in placed if y == year)
-            else:
-                anchor = origin.timestamp() + latest
-                year, t = min(placed, key=lambda yc: abs(yc[1].timestamp() - anchor))
-        if origin is None:
-            origin = t
-        t_s = (t - origin).total_seconds()
-        out.append(t_s)
-        latest = t_s if latest is None else max(latest, t_s)
-    return out
-
-
-def _split(raw: str) -> _Line:
-    clean = _ANSI.sub("", raw).rstrip("\r\n")
-    header = _HEADER.match(clean)
-    if header is None:
-        return _Line(clean.strip(), clean, None, None, None, None)
-    tags = list(_PROCESS.finditer(header["prefix"]))
-    proc = tags[-1] if tags else None
-    where = _SOURCE_FILE.search(header["where"] or header["where_v0"] or "")
-    return _Line(
-        header["msg"].strip(), clean, _parse_timestamp(header["ts"]), header["level"],
-        proc["name"] if proc else None, int(proc["pid"]) if proc else None,
-        subsecond=any(c in header["ts"][-7:] for c in ".,"), stamp=header["ts"],
-        ip=proc["ip"] if proc else None, prefix=header["prefix"],
-        source=where.group(1) if where else None,
-        tags=tuple((t["name"], int(t["pid"]), t["ip"]) for t in tags),
-    )
-
-
-def _detect_version(lines: list[_Line]) -> str | None:
-    for pattern in registry.LOG_PATTERNS:
-        if pattern.key != "vllm_version":
-            continue
-        for line in lines:
-            found = pattern.compiled.search(line.text)
-            if found:
-                return found["value"]
-    return None
-
-
-def _fact_value(key: str, found: re.Match[str]) -> Any:
-    value = found.groupdict().get("value")
-    if value is None:
-        return True
-    if key == "cuda_graph_sizes":
-        return sorted(int(v) for v in re.findall(r"\d+", value))
-    if key in ("weights_gib", "kv_cache_gib"):
-        return float(value)
-    if key in ("cfg_max_model_len", "cfg_tensor_parallel_size", "cfg_pipeline_parallel_size"):
-        return int(value)
-    if key == "cfg_enable_prefix_caching":
-        return value == "True"
-    if key == "cfg_quantization" and value == "None":
-        return None
-    if key == "kv_cache_tokens":
-        return int(value.replace(",", ""))
-    if key == "enforce_eager":
-        return value == "True"
-    return value.strip()
-
-
-def _compile_disabled(facts: dict[str, Any]) -> bool:
-    return facts.get("compilation_level") == "0" or facts.get("compilation_mode") in ("NONE", "0")
-
-
-def _compile_cache(facts: dict[str, Any]) -> str:
-    # The most specific observation wins: a disabled cache compiles (a miss) by design, and a
-    # load failure is followed by a compile.
-    if _compile_disabled(facts):
-        return "not_applicable"
-    for observed in ("disabled", "load_failure", "miss", "hit"):
-        if f"compile_cache_{observed}" in facts:
-            return observed
-    return "unknown"
-
-
-def engine_config(facts: dict[str, Any]) -> dict[str, Any]:
-    """The engine configuration vLLM resolved and reported in its log: max_model_len, dtype,
-    quantization, TP / PP size, prefix caching, KV-cache dtype, capture sizes (their number
-    is a feature of the study's graph-capture model), KV-cache tokens and GiB."""
-    out = {k.removeprefix("cfg_"): v for k, v in facts.items() if k.startswith("cfg_")}
-    for key in ("enforce_eager", "kv_cache_tokens", "kv_cache_gib"):
-        if key in facts:
-            out[key] = facts[key]
-    if "cuda_graph_sizes" in facts:
-        out["cudagraph_capture_sizes"] = facts["cuda_graph_sizes"]
-        out["num_capture_sizes"] = len(facts["cuda_graph_sizes"])
-    return out
-
 
 def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     """Match every line of a start-up log against the registry's log patterns.
@@ -283,15 +107,15 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
         Never raises on malformed input: lines it cannot place are skipped, and the ones that
         looked like timing are listed in ``unread``.
     """
-    parsed = [_split(str(raw)) for raw in lines]
+    parsed = [parse_line(str(raw)) for raw in lines]
     if version is None:
-        version = _detect_version(parsed)
+        version = detect_version(parsed)
     patterns = registry.log_patterns_for(version)
     scan = LogScan(lines_read=len(parsed))
     if version is not None:
         scan.facts["vllm_version"] = version
 
-    times = _place_in_time(parsed)
+    times = place_in_time(parsed)
     stamped = [t for t in times if t is not None]
     errors: list[str] = []
     # Per process (pid), the values of each duration line: tensor-parallel ranks each print
@@ -354,8 +178,8 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
                     errors.append(line.text)
             else:
                 # Earlier lines win: the version and model are stated first by the front end.
-                scan.facts.setdefault(pattern.key, _fact_value(pattern.key, found))
-        if not matched and _LOOKS_TIMED.search(line.text) and _NUMBER.search(line.text):
+                scan.facts.setdefault(pattern.key, fact_value(pattern.key, found))
+        if not matched and LOOKS_TIMED.search(line.text) and HAS_DIGIT.search(line.text):
             scan.unread.append(line.raw)
 
     if stamped:
@@ -365,7 +189,7 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     ranks = {k: len(v) for k, v in per_process.items() if len(v) > 1}
     if ranks:
         scan.facts["durations_from_processes"] = ranks
-    scan.facts["compile_cache"] = _compile_cache(scan.facts)
+    scan.facts["compile_cache"] = compile_cache_state(scan.facts)
     scan.facts["engine"] = _engine(scan, processes, parsed)
     if scan.facts["engine"] == "v0":
         scan.facts["v0_engine"] = True
@@ -395,7 +219,7 @@ def _echo(tags: tuple[Any, ...], other: tuple[Any, ...]) -> bool:
     return long[-len(short):] == short
 
 
-def _engine(scan: LogScan, processes: set[str], parsed: list[_Line]) -> str:
+def _engine(scan: LogScan, processes: set[str], parsed: list[LogLine]) -> str:
     """V0 or V1: the engine line where the log kept one, else the lines and processes only one
     engine has, else the logger's format (the bracketless "file.py:123]" is 0.7 and older,
     where V0 was the default)."""
@@ -419,7 +243,7 @@ def _engine(scan: LogScan, processes: set[str], parsed: list[_Line]) -> str:
     return "v1"
 
 
-def _traceback_phase(line: _Line, after_frame: bool) -> str | None:
+def _traceback_phase(line: LogLine, after_frame: bool) -> str | None:
     """The start-up phase a traceback line names: a frame's function or compiler path, or,
     on the source line under a frame, the function it calls."""
     text = line.text if line.level is not None else line.raw
@@ -444,15 +268,6 @@ def _innermost(before: str | None, frame: str) -> str:
     return frame
 
 
-def _capture_applies(facts: dict[str, Any]) -> str | None:
-    """Why CUDA-graph capture does not apply to this boot, or None where it does."""
-    platform = str(facts.get("platform", "")).lower() or None
-    if platform is not None and platform not in ("cuda", "rocm"):
-        return f"no CUDA graphs on {platform}"
-    if facts.get("enforce_eager") is True:
-        return "enforce_eager"
-    return None
-
 
 def _v0_finished(scan: LogScan) -> bool:
     """A V0 engine's offline boot prints no ready line: it is done after graph capture, or
@@ -461,7 +276,7 @@ def _v0_finished(scan: LogScan) -> bool:
         return False
     if "graph_capture_s" in scan.durations:
         return True
-    return "v0_blocks" in scan.marks and _capture_applies(scan.facts) is not None
+    return "v0_blocks" in scan.marks and capture_not_applicable(scan.facts) is not None
 
 
 
@@ -483,7 +298,7 @@ def split_boots(lines: list[str]) -> list[list[str]]:
     process printing it again is another engine, which began at the first loading line
     ("Starting to load model", "Loading weights took", ...) after the previous one's.
     """
-    parsed = [_split(str(raw)) for raw in lines]
+    parsed = [parse_line(str(raw)) for raw in lines]
     cuts: list[int] = []
     seen: set[tuple[str | None, str]] = set()
     loaded: dict[Any, int] = {}  # process -> its "Model loading took" line in this boot

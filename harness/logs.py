@@ -59,10 +59,9 @@ import re
 from pathlib import Path
 
 from harness import schema
-from harness.log_compose import _printed_total, _reached, _unfinished_phase, compose_v1
+from harness.log_compose import compose_v1, phases_reached, printed_total, unfinished_phase
 from harness.log_compose_v0 import compose_v0
-from harness.log_scan import (_LOOKS_TIMED, _NUMBER, LogScan, engine_config,  # noqa: F401
-                              scan_lines, split_boots)
+from harness.log_scan import HAS_DIGIT, LOOKS_TIMED, LogScan, engine_config, scan_lines, split_boots  # noqa: F401
 
 __all__ = ["LogScan", "scan_lines", "split_boots", "read_log", "read_boots", "model_from_filename",
            "engine_config"]
@@ -158,8 +157,8 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
     if scan.truncated:
         error = facts.get("error") or "log ends before start-up finished (no 'init engine ... took' line)"
         log_tail = "\n".join(lines[-20:])
-        reached = _reached(scan)
-        inside = _unfinished_phase(scan, reached, notes)
+        reached = phases_reached(scan)
+        inside = unfinished_phase(scan, reached, notes)
         # The phases after the one it died in never ran; those before it that the log does
         # not time stay "not in the log".
         stop = schema.PHASE_NAMES.index(inside) if inside is not None else reached
@@ -186,7 +185,7 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
     }
     if partial is not None:
         evidence["partial_last_line"] = partial
-    total, words = _printed_total(scan)
+    total, words = printed_total(scan)
     return schema.BootResult(
         state=state, model=name, model_path=model_path, source="log", source_path=source_path,
         vllm_version=version, platform=platform, phases=phases, phase_notes=notes,
