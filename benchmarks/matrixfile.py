@@ -34,194 +34,34 @@ key; engine-argument names are checked against the installed vLLM's ``EngineArgs
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from itertools import product
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ValidationError
 
-from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, PHASE_NAMES
+from benchmarks.matrix_schema import (
+    ARG_NAME,
+    AXIS_DEFAULTS,
+    BASE_AXES,
+    BUDGET_KEYS,
+    ENV_NAME,
+    MATRIX_FILE_VERSION,
+    RESERVED_ENGINE_ARGS,
+    MatrixFile,
+    MatrixFileError,
+    Model,
+    ModelEntry,
+    Settings,
+)
+from benchmarks.matrix_yaml import UniqueKeyLoader, locate
 
-MATRIX_FILE_VERSION = 1  # 1: models, axes | configurations, engine_args, env, budgets, serve_params
-
-# The axes every cell has, in the order of today's cell ids; extra axes follow them.
-BASE_AXES: dict[str, tuple[str, ...]] = {"loader": LOADERS, "compile_cache": COMPILE_CACHE_MODES,
-                                         "page_cache": PAGE_CACHE_MODES, "entrypoint": ENTRYPOINTS}
-AXIS_DEFAULTS = {"loader": "safetensors", "compile_cache": "cold", "page_cache": "warm",
-                 "entrypoint": "offline"}
-# Set by the axes (model, loader, compile_cache), never by hand: the boot sets them.
-RESERVED_ENGINE_ARGS = frozenset({"model", "load_format", "model_loader_extra_config",
-                                  "enforce_eager"})
-BUDGET_KEYS = ("ready_s", *PHASE_NAMES)
-ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
-_ENV_NAME = ENV_NAME
-_ARG_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-class MatrixFileError(ValueError):
-    """A matrix file that cannot be run: ``FILE:LINE: key: what is wrong``, one line."""
-
-
-Scalar = str | int | float | bool | None
-
-
-def _budgets_ok(budgets: dict[str, float]) -> dict[str, float]:
-    for key, value in budgets.items():
-        if key not in BUDGET_KEYS:
-            raise ValueError(f"unknown budget {key!r}; one of {', '.join(BUDGET_KEYS)}")
-        if not value > 0:
-            raise ValueError(f"budget {key}: {value} s must be more than 0")
-    return budgets
-
-
-class ModelEntry(BaseModel):
-    """One model: exactly one of ``fixture``, ``path`` or ``hub``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    fixture: str | None = None
-    path: Path | None = None
-    hub: str | None = None
-    revision: str | None = None
-    name: str | None = None
-    engine_args: dict[str, Any] = Field(default_factory=dict)
-    env: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    budgets: dict[str, float] = Field(default_factory=dict)
-
-    _check_budgets = field_validator("budgets")(_budgets_ok)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> ModelEntry:
-        given = [k for k in ("fixture", "path", "hub") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError("a model names exactly one of fixture, path or hub"
-                             + (f" (got {', '.join(given)})" if given else ""))
-        if self.revision is not None and self.hub is None:
-            raise ValueError("revision is for a hub model")
-        return self
-
-    @property
-    def kind(self) -> Literal["fixture", "path", "hub"]:
-        return "fixture" if self.fixture else "path" if self.path else "hub"
-
-    @property
-    def label(self) -> str:
-        """The model's name in cell ids."""
-        if self.name:
-            return self.name
-        if self.fixture:
-            return self.fixture
-        if self.path:
-            return self.path.name
-        return self.hub  # type: ignore[return-value]
-
-
-class MatrixFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    version: int = MATRIX_FILE_VERSION
-    # Entries are checked one by one (_models): a union's errors would name every member.
-    models: list[str | dict[str, Any]] | Literal["all-fixtures"] = Field(default_factory=list)
-    axes: dict[str, list[Scalar] | Scalar] | None = None
-    configurations: list[dict[str, Scalar]] | None = None
-    engine_args: dict[str, Any] = Field(default_factory=dict)
-    env: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    rounds: int | None = Field(default=None, ge=1)
-    boot_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
-    budgets: dict[str, float] = Field(default_factory=dict)
-    serve_params: Path | None = None
-
-    _check_budgets = field_validator("budgets")(_budgets_ok)
-
-    @field_validator("version")
-    @classmethod
-    def _known_version(cls, v: int) -> int:
-        if v != MATRIX_FILE_VERSION:
-            raise ValueError(f"matrix file version {v}; this suite reads {MATRIX_FILE_VERSION}")
-        return v
-
-    @model_validator(mode="after")
-    def _axes_or_configurations(self) -> MatrixFile:
-        if self.axes is not None and self.configurations is not None:
-            raise ValueError("give axes (a product) or configurations (chosen points), not both")
-        return self
-
-
-@dataclass(frozen=True)
-class Model:
-    """A resolved model of a matrix: where vLLM finds it and what the cells add to it."""
-
-    label: str
-    kind: Literal["fixture", "path", "hub"]
-    source: str  # fixture name, absolute folder, or hub id
-    revision: str | None = None
-    engine_args: tuple[tuple[str, Any], ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
-    budgets: tuple[tuple[str, float], ...] = ()
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What a matrix says beyond its cells."""
-
-    rounds: int | None = None
-    boot_timeout: float | None = None
-    budgets: dict[str, float] = field(default_factory=dict)
-    engine_args: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-
-
-# --------------------------------------------------------------------------- line numbers
-def _locate(node: yaml.Node | None, loc: Iterable[Any]) -> tuple[int | None, list[Any]]:
-    """The 1-based line of the YAML node at pydantic's error location ``loc``, and the part
-    of ``loc`` that is in the file (pydantic adds names of types: ``list[...]``, ``str``)."""
-    line = node.start_mark.line + 1 if node is not None else None
-    keys: list[Any] = []
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            found = next((v for k, v in node.value
-                          if isinstance(k, yaml.ScalarNode) and k.value == str(key)), None)
-            if found is None:
-                continue
-            node = found
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) \
-                and 0 <= key < len(node.value):
-            node = node.value[key]
-        else:
-            continue
-        keys.append(key)
-        line = node.start_mark.line + 1
-    return line, keys
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML that refuses a key given twice in one mapping (PyYAML keeps the last silently),
-    and reads booleans as YAML 1.2 does (true/false only): in PyYAML's YAML 1.1 ``off``,
-    ``on``, ``yes`` and ``no`` are booleans, and ``compile_cache: [cold, warm, off]`` would
-    name False."""
-
-    def construct_mapping(self, node, deep=False):  # noqa: ANN001
-        seen: dict[Any, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} given twice (first on line {seen[key]})",
-                    key_node.start_mark)
-            seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:bool"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
-_UniqueKeyLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"),
-    list("tTfF"))
+__all__ = ["load", "model_from_string", "names_engine_args", "engine_arg_names",
+           "MatrixFile", "MatrixFileError", "Model", "ModelEntry", "Settings", "ARG_NAME",
+           "AXIS_DEFAULTS", "BASE_AXES", "BUDGET_KEYS", "ENV_NAME", "MATRIX_FILE_VERSION",
+           "RESERVED_ENGINE_ARGS"]
 
 
 # --------------------------------------------------------------------------------- loading
@@ -237,8 +77,8 @@ def load(path: Path, *, engine_arg_names: frozenset[str] | None = None,
     except OSError as exc:
         raise MatrixFileError(f"{where}: cannot read: {exc.strerror or exc}") from None
     try:
-        root = yaml.compose(text, Loader=_UniqueKeyLoader)
-        data = yaml.load(text, Loader=_UniqueKeyLoader)
+        root = yaml.compose(text, Loader=UniqueKeyLoader)
+        data = yaml.load(text, Loader=UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
@@ -250,7 +90,7 @@ def load(path: Path, *, engine_arg_names: frozenset[str] | None = None,
         raise MatrixFileError(f"{where}:1: a matrix file is a mapping (models:, axes:, ...)")
 
     def fail(loc: Iterable[Any], message: str) -> MatrixFileError:
-        line, keys = _locate(root, loc)
+        line, keys = locate(root, loc)
         key = ".".join(str(k) for k in keys)
         return MatrixFileError(f"{where}{f':{line}' if line else ''}: {key or 'file'}: {message}")
 
@@ -343,7 +183,7 @@ def _model(entry: ModelEntry, i: int, fixtures: set[str], base: Path, fail) -> M
             raise fail(["models", i, "engine_args", key],
                        "set by the axes (model, loader, compile_cache), not by hand")
     for key in entry.env:
-        if not _ENV_NAME.match(key):
+        if not ENV_NAME.match(key):
             raise fail(["models", i, "env", key], "an environment variable is UPPER_CASE")
     common = dict(revision=entry.revision, engine_args=tuple(entry.engine_args.items()),
                   env=_env(entry.env), budgets=tuple(entry.budgets.items()))
@@ -430,7 +270,7 @@ def _check_axis_value(key: str, value: Any, loc: list[Any], fail) -> None:
             raise fail(loc, f"unknown {key} {value!r}; one of {', '.join(BASE_AXES[key])}")
     elif key in RESERVED_ENGINE_ARGS:
         raise fail(loc, "set by the axes (model, loader, compile_cache), not as an axis")
-    elif not (_ENV_NAME.match(key) or _ARG_NAME.match(key)):
+    elif not (ENV_NAME.match(key) or ARG_NAME.match(key)):
         raise fail(loc, "an axis is a base axis, an engine argument (lower_case) or an "
                         "environment variable (UPPER_CASE)")
 
@@ -467,10 +307,10 @@ def _check_engine_args(spec: MatrixFile, models: list[Model], points: list[dict[
     where = "configurations" if spec.configurations is not None else "axes"
     for i, point in enumerate(points):
         for name in point:
-            if name not in BASE_AXES and not _ENV_NAME.match(name):
+            if name not in BASE_AXES and not ENV_NAME.match(name):
                 check(name, [where, name] if where == "axes" else [where, i, name])
     for key in spec.env:
-        if not _ENV_NAME.match(key):
+        if not ENV_NAME.match(key):
             raise fail(["env", key], "an environment variable is UPPER_CASE")
 
 
@@ -478,7 +318,7 @@ def names_engine_args(models: list[Model], points: list[dict[str, Any]],
                       settings: Settings) -> bool:
     """Whether a loaded matrix names any engine argument (then worth checking against vLLM)."""
     return bool(settings.engine_args or any(m.engine_args for m in models) or any(
-        k not in BASE_AXES and not _ENV_NAME.match(k) for p in points for k in p))
+        k not in BASE_AXES and not ENV_NAME.match(k) for p in points for k in p))
 
 
 def model_from_string(text: str, base: Path | None = None) -> Model:
