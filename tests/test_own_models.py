@@ -101,7 +101,7 @@ def test_an_exported_variable_wins_over_the_fixture_default_and_says_so(tmp_path
 def test_the_readme_example_matrices_are_valid_for_the_installed_vllm():
     pytest.importorskip("vllm")
     from benchmarks.matrix import load_plan
-    from fixtures.catalog import ensure_model
+    from fixtures.build import ensure_model
 
     gpu = load_plan(str(REPO / "examples" / "matrices" / "gpu-node.yaml"), check_engine_args=True)
     assert len(gpu.cells) == 16 and gpu.models["llama-3.1-8b"].kind == "hub"

@@ -13,7 +13,6 @@ scaling run has (``tests/test_cpu_fit.py`` checks that without vLLM).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -63,7 +62,7 @@ def test_a_model_of_an_unseen_shape_is_predicted_on_the_machine_the_fit_describe
                     + ", ".join(f"{k} {a!r} vs {b!r}" for k, (a, b) in differ.items()) + ")")
     pytest.importorskip("vllm")
     from analysis.predict import main as predict_main
-    from fixtures.catalog import ensure_model
+    from fixtures.build import ensure_model
     from harness.boot import BootSpec, installed_vllm_version, run_boot
     from harness.schema import read_results
 
