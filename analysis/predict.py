@@ -3,6 +3,11 @@
     python -m analysis.predict --fit predictor.json MODEL_DIR_OR_CONFIG_JSON
         [--loader safetensors] [--compile-cache warm] [--platform cuda] [--vllm-version V]
         [--capture-sizes N] [--compile-cache-dir DIR] [--json FILE]
+    python -m analysis.predict --fit study MODEL_DIR_OR_CONFIG_JSON   # a shipped predictor
+    python -m analysis.predict --list-fits
+
+``--fit`` takes a predictor file or the name of one that ships in the package
+(``analysis.predictors``: the study's three GPU machines, this project's CPU run).
 
 The model is a folder (features from ``config.json``, safetensors headers and tokenizer files;
 no weight is read), an HF ``config.json`` (parameters from the architecture, marked
@@ -35,6 +40,7 @@ from analysis.features import (
     trait_kind,
 )
 from analysis.model import PhaseModel, Prediction, combine_predictions
+from analysis.predictors import describe_predictor, list_lines, resolve_fit, shipped_names
 from harness.schema import SchemaError, read_json, validation_summary
 
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
@@ -296,8 +302,10 @@ def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Pr
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(prog="python -m analysis.predict",
                                      description="Predict the start-up phases of a model.")
-    parser.add_argument("model", help="model folder, HF config.json or features JSON")
-    parser.add_argument("--fit", required=True, help="predictor file written by analysis.fit")
+    parser.add_argument("model", nargs="?", help="model folder, HF config.json or features JSON")
+    parser.add_argument("--fit", help="predictor file written by analysis.fit, or a shipped "
+                                      f"predictor: {', '.join(shipped_names())}")
+    parser.add_argument("--list-fits", action="store_true", help="list the shipped predictors")
     for f in CONFIG_FIELDS:
         parser.add_argument(f"--{f.replace('_', '-')}", dest=f, default=None,
                             help=f"choose the fitted configuration by {f}")
@@ -315,12 +323,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--level", type=float, default=0.95, help="interval level (0.95)")
     parser.add_argument("--json", help="write the prediction as JSON here")
     args = parser.parse_args(argv)
+    if args.list_fits:
+        print("\n".join(list_lines()))
+        return 0
+    if args.fit is None:  # not required=True: --list-fits needs no predictor
+        parser.error("the following arguments are required: --fit (a predictor file or "
+                     f"{', '.join(shipped_names())})")
+    if args.model is None:
+        parser.error("the following arguments are required: model")
     if not 0 < args.level < 1:
         raise InputError(f"--level {args.level}: must be between 0 and 1")
     if args.capture_sizes is not None and args.capture_sizes < 0:
         raise InputError(f"--capture-sizes {args.capture_sizes}: must be >= 0")
 
-    doc = load_predictor(args.fit)
+    fit_path, fit_name = resolve_fit(args.fit)
+    doc = load_predictor(fit_path)
     bad = [a for a in args.axis if "=" not in a]
     if bad:
         raise InputError(f"--axis {bad[0]!r}: give NAME=VALUE")
@@ -375,11 +392,14 @@ def main(argv: list[str] | None = None) -> int:
     if features.estimated:
         console.print("estimated features: " + ", ".join(features.estimated))
     machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
+    console.print(describe_predictor(doc, key, fit_name, fit_path), soft_wrap=True)
     console.print("for the machine the predictor was fitted on: "
                   + (", ".join(f"{k}={v}" for k, v in machine.items()) or "not recorded"))
     if args.json:
         out = _as_json(features, group, parts, total, args.level)
         out["machine"] = machine
+        out["predictor"] = {"name": fit_name, "file": str(fit_path),
+                            "provenance": doc.get("provenance")}
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0
 
