@@ -171,24 +171,15 @@ def _stop_cleanly_on_signals() -> dict[int, Any]:
     would end the process on the spot, JSON and cells log unwritten. During a boot the
     harness installs its own handler (it kills the boot first) and puts this one back. A
     signal the process ignores (nohup's SIGHUP) stays ignored. Returns what was there."""
-    import signal
-    import threading
+    from harness.processes import raise_on_end_signals
 
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def stop(signum: int, _frame: Any) -> None:
-        raise KeyboardInterrupt(f"{signal.Signals(signum).name}: stopping the run")
-
-    return {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)
-            if signal.getsignal(sig) is not signal.SIG_IGN}
+    return raise_on_end_signals(lambda name: KeyboardInterrupt(f"{name}: stopping the run"))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    import signal
+    from harness.processes import restore_signal_handlers
 
-    for sig, handler in getattr(config, "_coldstart_signals", {}).items():
-        signal.signal(sig, handler)
+    restore_signal_handlers(getattr(config, "_coldstart_signals", {}))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

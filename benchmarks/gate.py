@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -42,6 +41,7 @@ from benchmarks._rounds import (
     say,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
+from harness.processes import raise_on_end_signals
 from harness.registry import WrapTarget
 from harness.schema import write_document
 
@@ -140,11 +140,7 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
 
 
 def _stop_on_sigterm() -> None:
-    def stop(signum, _frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, stop)
+    raise_on_end_signals(KeyboardInterrupt)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -213,7 +213,7 @@ def _new_aot_keys(result: BootResult) -> str:
     cache_dir = result.evidence.get("compile_cache_dir")
     if before is None or not cache_dir:
         return ""
-    from harness.boot import aot_cache_keys
+    from harness.compile_cache import aot_cache_keys
 
     added = [k for k in aot_cache_keys(Path(cache_dir)) if k not in before]
     if not added:

@@ -24,13 +24,20 @@ Where each fact comes from, and why that source:
 
 vLLM's own "Worker proc ... died unexpectedly (exit code: -9)" says the same for a Worker
 only, and only in versions that log it: it is not used.
+
+And how they are ended: the whole group, and the processes of the boot that left it
+(:func:`kill_group`); and the signals that would end the harness before it could end them
+(:func:`raise_on_end_signals`).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,3 +194,104 @@ def with_phases(found: list[dict[str, Any]], tl: Timeline, cut: PhaseCut | None
     return [ProcessDeath(**{k: v for k, v in d.items() if k != "at"},
                          phase=phase_at_death(d["pid"], d["at"], tl, cut),
                          at_s=(d["at"] - tl.t0) / 1e9) for d in found]
+
+
+# ------------------------------------------------------------ ending a boot's processes
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``."""
+    out = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                out.append(proc.pid)
+        except (ProcessLookupError, psutil.Error):  # gone since the listing
+            continue
+    return sorted(out)
+
+
+def marked_processes(marker: str) -> list[int]:
+    """Live processes whose environment holds ``marker`` (``NAME=value``).
+
+    Every descendant of a boot inherits its environment, also one that left the process group
+    with setsid / setpgrp (vLLM's data-parallel supervisor does), which ``killpg`` misses.
+    """
+    name, _, value = marker.partition("=")
+    me, out = os.getpid(), []
+    # Another user's environment cannot be read: psutil gives None for it (ad_value).
+    for proc in psutil.process_iter(["environ", "status"]):
+        env = proc.info["environ"] or {}
+        if proc.pid != me and env.get(name) == value \
+                and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            out.append(proc.pid)
+    return sorted(out)
+
+
+def kill_group(pgid: int, grace_s: float = 3.0, marker: str | None = None) -> list[int]:
+    """SIGTERM, then SIGKILL, the whole group; return pids still alive afterwards.
+
+    With ``marker`` (an environment entry unique to the boot), processes of the boot that
+    left the group are signalled too.
+    """
+    def members() -> list[int]:
+        found = set(group_members(pgid))
+        if marker is not None:
+            found |= set(marked_processes(marker))
+        return sorted(found)
+
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        alive = members()
+        if not alive:
+            return []
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            pass
+        for pid in set(alive) - set(group_members(pgid)):
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and members():
+            time.sleep(0.05)
+    return members()
+
+
+# What a cancelled CI job, ``timeout`` or a closed terminal sends. Python's default for both
+# ends the process on the spot (SIGINT already raises KeyboardInterrupt).
+END_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def raise_on_end_signals(interrupt: Callable[[str], BaseException]) -> dict[int, Any]:
+    """Make SIGTERM and SIGHUP raise ``interrupt(the signal's name)``, a KeyboardInterrupt.
+
+    Python's default for SIGTERM ends the process without unwinding, so no ``finally`` would
+    run: not the one that kills a boot's group (a session of its own, it would outlive the
+    parent), not the one that writes a run's JSON. A KeyboardInterrupt is what pytest and the
+    CLI already treat as "stop now". A signal the process ignores (nohup's SIGHUP) stays
+    ignored. Signals can only be handled in the main thread; elsewhere nothing changes.
+    Returns the handlers it replaced (for :func:`restore_signal_handlers`).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise interrupt(signal.Signals(signum).name)
+
+    return {sig: signal.signal(sig, handler) for sig in END_SIGNALS
+            if signal.getsignal(sig) is not signal.SIG_IGN}
+
+
+def restore_signal_handlers(previous: dict[int, Any]) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
+
+
+@contextmanager
+def end_signals_raise(interrupt: Callable[[str], BaseException]) -> Iterator[None]:
+    """:func:`raise_on_end_signals` for the ``with`` block only."""
+    previous = raise_on_end_signals(interrupt)
+    try:
+        yield
+    finally:
+        restore_signal_handlers(previous)

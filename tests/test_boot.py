@@ -17,10 +17,11 @@ from pathlib import Path
 import pytest
 
 from benchmarks.test_cold_start import MAX_RESIDUAL_SHARE
-from harness.boot import BootError, BootSpec, _group_members, _marked_processes, run_boot
+from harness.boot import BootError, BootSpec, run_boot
 from harness.correctness import ANSWER_MAX_GAP_NATS, judge_answer, judge_compile_cache
 from harness.logs import read_log
 from harness.pagecache import EVICTED_MAX_RESIDENCY, WARM_MIN_RESIDENCY
+from harness.processes import group_members, marked_processes
 from harness.registry import LOG_PROBE_PAIRS, expected_compile_cache
 from harness.schema import NOT_APPLICABLE_PREFIX, PHASE_NAMES
 
@@ -248,7 +249,7 @@ def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):
         assert result.state == "failed", f"ready within {timeout_s} s: the compile ended first"
         assert "timed out" in result.error
         assert not result.evidence.get("survivors")
-        assert _group_members(result.evidence["pgid"]) == []
+        assert group_members(result.evidence["pgid"]) == []
         procs = {e["process"] for e in result.events if e["event"] == "process.first_event"}
         if {"EngineCore", "VllmWorker-0"} <= procs:
             break
@@ -287,11 +288,11 @@ def test_sigterm_to_the_parent_kills_the_boot(real_model, tmp_path):
         assert time.monotonic() < deadline, "EngineCore never started"
         time.sleep(0.2)
     marker = f"COLDSTART_EVENTS={events}"
-    assert len(_marked_processes(marker)) >= 2
+    assert len(marked_processes(marker)) >= 2
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 130
     assert "interrupted (SIGTERM during a boot)" in proc.stderr.read()
-    assert _marked_processes(marker) == []
+    assert marked_processes(marker) == []
 
 
 def test_a_bad_engine_argument_is_one_line_naming_it(real_model, tmp_path):

@@ -16,15 +16,9 @@ import psutil
 import pytest
 
 from harness import processes
-from harness.boot import (
-    PROBE_DIR,
-    BootSpec,
-    _error_naming_deaths,
-    _group_members,
-    _marked_processes,
-    kill_group,
-    run_boot,
-)
+from harness.boot import PROBE_DIR, BootSpec, kill_group, run_boot
+from harness.interpret import error_naming_deaths
+from harness.processes import group_members, marked_processes
 from harness.timeline import Timeline
 
 # The child starts a grandchild that leaves the process group (as vLLM's data-parallel
@@ -66,8 +60,8 @@ def _start(tmp_path: Path) -> tuple[subprocess.Popen, int, str]:
 def test_the_boot_marker_finds_and_kills_a_process_that_left_the_group(tmp_path: Path) -> None:
     proc, grandchild, marker = _start(tmp_path)
     try:
-        assert _group_members(proc.pid) == [proc.pid]
-        assert sorted(_marked_processes(marker)) == sorted([proc.pid, grandchild])
+        assert group_members(proc.pid) == [proc.pid]
+        assert sorted(marked_processes(marker)) == sorted([proc.pid, grandchild])
         assert kill_group(proc.pid, grace_s=2.0, marker=marker) == []
         proc.wait(timeout=10)
         deadline = time.monotonic() + 5
@@ -89,17 +83,18 @@ def test_without_the_marker_the_group_kill_misses_it(tmp_path: Path) -> None:
         assert kill_group(proc.pid, grace_s=2.0) == []
         proc.wait(timeout=10)
         assert _alive(grandchild)
-        assert _marked_processes(marker) == [grandchild]
+        assert marked_processes(marker) == [grandchild]
     finally:
         os.kill(grandchild, 9)
 
 
 def test_signals_become_an_interrupt_during_a_boot_unless_ignored() -> None:
-    from harness.boot import BootInterrupted, _signals_interrupt
+    from harness.boot import BootInterrupted
+    from harness.launch import interrupt_boot_on_end_signals
 
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
     try:
-        with _signals_interrupt():
+        with interrupt_boot_on_end_signals():
             assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
             os.kill(os.getpid(), signal.SIGHUP)  # ignored: nothing happens
             try:
@@ -115,14 +110,14 @@ def test_signals_become_an_interrupt_during_a_boot_unless_ignored() -> None:
 
 
 def test_the_serve_childs_exit_line_does_not_hide_the_logs_root_cause() -> None:
-    from harness.boot import _root_cause
+    from harness.interpret import root_cause
 
     log = ("(APIServer pid=7) ERROR 11-29 10:00:01 [api_server.py:1] ValueError: "
            "max_model_len 99999 is larger than the model's 8192\n")
     serve = "server exited with code 1 before /health answered"
-    assert _root_cause(log, serve).startswith("ValueError: max_model_len 99999")
+    assert root_cause(log, serve).startswith("ValueError: max_model_len 99999")
     # The offline child's own exception is the most precise one.
-    assert _root_cause(log, "RuntimeError: out of memory") == "RuntimeError: out of memory"
+    assert root_cause(log, "RuntimeError: out of memory") == "RuntimeError: out of memory"
 
 
 # ------------------------------------------------------------------ which process died, how
@@ -203,7 +198,7 @@ def test_a_sigkilled_worker_is_named_by_the_engine_core_that_reaps_it(tmp_path: 
         ("SIGKILL", "model_loading", "VllmWorker-0", f"reaped by pid {engine}")
     assert 0 < killed.at_s < (ended - t0) / 1e9
     generic = "RuntimeError: Engine core initialization failed. See root cause above."
-    assert _error_naming_deaths(generic, deaths) == \
+    assert error_naming_deaths(generic, deaths) == \
         f"Worker (pid {worker}) killed by SIGKILL in model_loading; then: {generic}"
     # The I/O counters of the probed call come through psutil where the boot has it.
     start = next(json.loads(line) for line in events.read_text().splitlines()
@@ -217,11 +212,11 @@ def test_an_error_names_a_death_by_exit_code_only_where_the_log_says_nothing_bet
     died = [ProcessDeath(role="EngineCore", pid=7, exit_code=1, phase="torch_compile"),
             ProcessDeath(role="front end", pid=5, signal=15, signal_name="SIGTERM")]
     specific = "ValueError: max_model_len 99999 is larger than the model's 8192"
-    assert _error_naming_deaths(specific, died) == specific
-    assert _error_naming_deaths("RuntimeError: EngineCore failed to start.", died) == (
+    assert error_naming_deaths(specific, died) == specific
+    assert error_naming_deaths("RuntimeError: EngineCore failed to start.", died) == (
         "EngineCore (pid 7) exited with code 1 in torch_compile; "
         "then: RuntimeError: EngineCore failed to start.")
-    assert _error_naming_deaths(specific, []) == specific
+    assert error_naming_deaths(specific, []) == specific
 
 
 @pytest.mark.boot
@@ -258,5 +253,5 @@ def test_a_real_boot_whose_worker_is_sigkilled_names_it_with_signal_and_phase(tm
                                    "model_loading"), result.error
     assert result.phase_notes["model_loading"].startswith("unfinished")
     assert not result.evidence.get("survivors")
-    assert _group_members(result.evidence["pgid"]) == []
-    assert _marked_processes(f"COLDSTART_EVENTS={events}") == []
+    assert group_members(result.evidence["pgid"]) == []
+    assert marked_processes(f"COLDSTART_EVENTS={events}") == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def test_the_warm_cache_key_holds_what_vllm_hashes_besides_the_engine_arguments(
         tmp_path, monkeypatch) -> None:
     spec = BootSpec(model="m", model_path=_model(tmp_path), compile_cache="warm")
     key = spec.compile_cache_key()
-    monkeypatch.setattr(boot.sys, "prefix", str(tmp_path / "another-venv"))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path / "another-venv"))
     assert spec.compile_cache_key() != key
     monkeypatch.undo()
     assert spec.compile_cache_key() == key

@@ -15,15 +15,15 @@ import pytest
 
 from harness.registry import (
     WRAP_TARGETS,
-    _source_of,
     defines,
     missing_probe_targets,
+    source_of,
     wrap_targets_for,
 )
 
 
 def _source(root: Path, module: str) -> Path | None:
-    return _source_of(root, module)
+    return source_of(root, module)
 
 
 def _release_sources() -> list[tuple[str, Path]]:

@@ -1,0 +1,68 @@
+"""The compile cache a boot finds: where it lives, what it holds, and the warm one kept.
+
+A cold boot gets a fresh, empty cache in its work folder; a warm boot gets the cache of its
+configuration (``BootSpec.compile_cache_key``) under :func:`harness.spec.cache_home`, which a
+measured cold boot of that configuration leaves behind (:func:`keep_as_warm_cache`) or a
+priming boot fills (``primed.json`` marks it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from harness.schema import BootResult
+from harness.spec import BootSpec, cache_home
+
+
+def aot_cache_keys(cache_dir: Path) -> list[str]:
+    """The AOT-compile keys (vLLM's hash folders) a compile cache holds, oldest first."""
+    root = cache_dir / "vllm" / "torch_compile_cache" / "torch_aot_compile"
+    if not root.is_dir():
+        return []
+    return [d.name for d in sorted(root.iterdir(), key=lambda d: d.stat().st_mtime)
+            if d.is_dir()]
+
+
+def compile_cache_dirs(spec: BootSpec, work: Path) -> dict[str, str]:
+    """The cache folders the boot is given (vLLM's, Inductor's, Triton's), made if missing."""
+    if spec.compile_cache == "warm":
+        root = cache_home() / "compile-cache" / spec.compile_cache_key()
+    else:  # cold (and off, where nothing is compiled): fresh, empty, thrown away
+        root = work / "compile-cache"
+    root.mkdir(parents=True, exist_ok=True)
+    return {"VLLM_CACHE_ROOT": str(root / "vllm"),
+            "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor"),
+            "TRITON_CACHE_DIR": str(root / "triton")}
+
+
+def primed_marker(spec: BootSpec) -> Path:
+    """The file that says the warm cache of ``spec``'s configuration was filled."""
+    return cache_home() / "compile-cache" / spec.compile_cache_key() / "primed.json"
+
+
+def keep_as_warm_cache(spec: BootSpec, result: BootResult) -> bool:
+    """Keep a measured cold boot's compile cache as the warm cache of its configuration.
+
+    It is exactly what a warm boot of the same configuration needs, so the warm cell needs no
+    priming boot of its own. Untimed: call it after the measurement. Copied into a sibling
+    and renamed into place, so a concurrent reader never sees half a cache.
+    """
+    source = Path(result.evidence.get("work_dir", "")) / "compile-cache"
+    if spec.compile_cache != "cold" or result.state != "measured" or not source.is_dir():
+        return False
+    # A cache kept before (an earlier run, another checkout) is replaced: this boot's is the
+    # one the warm boots of this run must reuse, made by this code in this environment.
+    target = cache_home() / "compile-cache" / spec.compile_cache_key()
+    staging = target.with_name(target.name + f".partial-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    shutil.copytree(source, staging, symlinks=True)
+    (staging / "primed.json").write_text(json.dumps({
+        "primed_by": f"the measured cold boot in {result.evidence.get('work_dir')}",
+        "wall_s": result.wall_s, "vllm_version": result.vllm_version}))
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(staging, target)
+    result.evidence["compile_cache_dir"] = str(target)  # the copy outlives the work folder
+    return True

@@ -1,0 +1,30 @@
+"""vLLM version ranges, as every entry of the registry (harness.registry) is tagged with."""
+
+from __future__ import annotations
+
+import re
+
+from packaging.version import InvalidVersion, Version
+
+# A half-open version range [since, until). ``None`` leaves that end open.
+VersionRange = tuple[str | None, str | None]
+ANY_VERSION: VersionRange = (None, None)
+
+
+def _base(version: str) -> Version:
+    # "0.32.0+cpu", "0.10.1.1", "0.11.0rc2.dev5+g1234" -> comparable release number
+    try:
+        return Version(Version(version).base_version)
+    except InvalidVersion:
+        m = re.match(r"\d+(\.\d+)*", version)
+        if not m:
+            raise
+        return Version(m.group(0))
+
+
+def in_range(version: str | None, rng: VersionRange) -> bool:
+    if version is None:
+        return rng == ANY_VERSION
+    v = _base(version)
+    since, until = rng
+    return (since is None or v >= Version(since)) and (until is None or v < Version(until))
