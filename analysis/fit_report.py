@@ -14,7 +14,8 @@ import numpy as np
 
 from analysis.dataset import Dataset
 from analysis.features import feature_value
-from analysis.fit import RESIDUAL, GroupFit, _target_value
+from analysis.fit_groups import GroupFit
+from analysis.fit_targets import RESIDUAL, target_value
 from analysis.study import STUDY_REPORTED
 
 __all__ = ["print_terminal", "write_markdown"]
@@ -161,7 +162,7 @@ def _plot_phase(f: GroupFit, phase: str, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
     pts = []
     for r in f.rows:
-        y = _target_value(r, phase)
+        y = target_value(r, phase)
         if y is None:
             continue
         x = 1.0 if m.feature is None else feature_value(r.features, m.feature)
