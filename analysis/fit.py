@@ -45,10 +45,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import (
     build_dataset,
+    config_key,
     input_machines,
     merged_machine,
     one_machine,
@@ -56,7 +58,17 @@ from analysis.dataset import (
 )
 from analysis.features import ModelFeatures, read_features_json
 from analysis.fit_document import PREDICTOR_SCHEMA_VERSION, predictor_document, summary_json
-from analysis.fit_groups import POOR_R2, REPORTED_SUBPHASES, GroupFit, fit_dataset, fit_group
+from analysis.fit_groups import (
+    MIN_TRAINING_MODELS,
+    POOR_R2,
+    REPORTED_SUBPHASES,
+    GroupFit,
+    ShortConfiguration,
+    fit_dataset,
+    fit_group,
+    resolve_holdout,
+    short_configurations,
+)
 from analysis.fit_report import print_terminal, write_markdown
 from analysis.fit_select import (
     CANDIDATE_FEATURES,
@@ -66,11 +78,13 @@ from analysis.fit_select import (
     SPLIT_TOLERANCE_S,
 )
 from analysis.fit_select import trimmed_mse as _trimmed_mse
+from analysis.fit_summary import needed_run, needed_run_line, print_summary, summarize
 from analysis.fit_targets import RESIDUAL
 from analysis.fit_targets import predict_row as _predict_row
 from analysis.fit_targets import target_value as _target_value
 from analysis.fit_validate import study_method_baseline
-from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES
+from analysis.model import FitError
+from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult, read_results
 
 # The names this module held before it was split, importable from here as before (the
 # underscored three for the tests and callers that import them).
@@ -132,23 +146,39 @@ def main(argv: list[str] | None = None) -> int:
     files = read_inputs(args.results)
     results = [r for boots in files.values() for r in boots]
     machines = input_machines(files)
+    studied: list[BootResult] = []
     for s in args.study:
         from analysis.study import read_study
 
         study = read_study(s, logs=args.study_logs)
-        results.extend(study.results)
+        studied.extend(study.results)
         features.update(study.features)
         machines[str(s)] = study.machine
+    results.extend(studied)
     mixed = one_machine(machines)
     if mixed:
         raise InputError(mixed)
     for f in args.features:
         features.update(read_features_json(f))
     inputs = [str(Path(p)) for p in args.results + args.study]
-    data = build_dataset(results, features, inputs)
-    holdout = [h.strip() for h in args.holdout.split(",") if h.strip()]
-    fits = fit_dataset(data, holdout=holdout, forced=_parse_forced(args.feature),
+    measured = [r for r in results if r.state == "measured"]
+    if not measured:
+        raise FitError("no measured boots in the input")
+    holdout = resolve_holdout((r.model for r in measured),
+                              [h.strip() for h in args.holdout.split(",") if h.strip()])
+    # Configurations too small to fit are set aside before any model feature is read: their
+    # model folders need not be on this machine.
+    short = short_configurations(measured, holdout)
+    if all(config_key(r) in short for r in measured):
+        boots = [r for p in args.results for r in read_results(p, all_rounds=True)] + studied
+        return _summarize(boots, list(short.values()), args)
+    data = build_dataset([r for r in results if config_key(r) not in short or
+                          r.state != "measured"], features, inputs)
+    fitted_models = {r.model for r in data.rows}
+    fits = fit_dataset(data, holdout=[h for h in holdout if h in fitted_models],
+                       forced=_parse_forced(args.feature),
                        outlier_alpha=None if args.no_outlier_screening else 0.05)
+    not_fitted = [c.line() for c in short.values()]
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -156,14 +186,37 @@ def main(argv: list[str] | None = None) -> int:
     predictor_path.write_text(json.dumps(predictor_document(
         fits, inputs, machine=merged_machine(machines)), indent=2) + "\n")
     md = write_markdown(fits, data, out_dir, plots=not args.no_plots,
-                               predictor_path=predictor_path)
+                        predictor_path=predictor_path, not_fitted=not_fitted)
     if args.json:
-        Path(args.json).write_text(json.dumps(summary_json(fits), indent=2) + "\n")
+        doc = summary_json(fits, not_fitted=[c.as_json() for c in short.values()])
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     if not args.quiet:
         print_terminal(fits, data)
+    # Said even with --quiet: a configuration of the input was left out.
+    for line in not_fitted:
+        print(line)
+    if not args.quiet:
         print(f"predictor: {predictor_path}  report: {md}")
     return 0
 
+
+def _summarize(boots: list[BootResult], short: list[ShortConfiguration], args: Any) -> int:
+    """A run none of whose configurations can be fitted: what it measured, and the run a fit
+    needs (``analysis.fit_summary``); no predictor is written. The first and last lines are
+    said even with ``--quiet``."""
+    summary = summarize(boots)
+    most = max(len(c.models) for c in short)
+    print(f"nothing to fit: no configuration has the {MIN_TRAINING_MODELS} training models a "
+          f"fit needs ({len(short)} configuration{'' if len(short) == 1 else 's'}, at most "
+          f"{most} model{'' if most == 1 else 's'} in one); no predictor written")
+    if not args.quiet:
+        print_summary(summary)
+    if args.json:
+        doc = {"groups": [], "not_fitted": [c.as_json() for c in short], **summary,
+               "needed_run": needed_run()}
+        Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
+    print(needed_run_line())
+    return 0
 
 if __name__ == "__main__":
     sys.exit(run_cli("analysis.fit", main))

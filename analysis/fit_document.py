@@ -45,8 +45,10 @@ def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0
     }
 
 
-def summary_json(fits: list[GroupFit]) -> dict[str, Any]:
-    """``--json``: PCCs, holdout and cross-validation errors (first group at top level)."""
+def summary_json(fits: list[GroupFit], not_fitted: list[dict[str, Any]] | None = None
+                 ) -> dict[str, Any]:
+    """``--json``: PCCs, holdout and cross-validation errors (first group at top level), and
+    the configurations too small to fit (``ShortConfiguration.as_json``)."""
     def one(f: GroupFit) -> dict[str, Any]:
         hold = f.holdout_eval
         return {
@@ -67,5 +69,5 @@ def summary_json(fits: list[GroupFit]) -> dict[str, Any]:
             "notes": f.notes,
         }
     groups = [one(f) for f in fits]
-    return {**groups[0], "groups": groups}
+    return {**groups[0], "groups": groups, "not_fitted": list(not_fitted or [])}
 

@@ -14,21 +14,30 @@ The boot's total is its wall time when every boot has one (the phases plus an un
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from analysis._cli import InputError
-from analysis.dataset import Dataset, Row, config_label
+from analysis.dataset import Dataset, Row, config_key, config_label
 from analysis.features import TRAIT_KINDS, feature_value
 from analysis.fit_select import SPLIT_PHASES, select_feature, split_targets
 from analysis.fit_targets import RESIDUAL, fit_target, pearson, target_points, target_value
 from analysis.fit_validate import cross_validate, evaluate_holdout, study_method_baseline
-from analysis.model import FitError, PhaseModel
-from harness.schema import PHASE_NAMES
+from analysis.model import MIN_POINTS_LINEAR, FitError, PhaseModel
+from harness.schema import PHASE_NAMES, BootResult
 
-__all__ = ["POOR_R2", "REPORTED_SUBPHASES", "GroupFit", "fit_dataset", "fit_group"]
+__all__ = ["MIN_TRAINING_MODELS", "POOR_R2", "REPORTED_SUBPHASES", "GroupFit",
+           "ShortConfiguration", "fit_dataset", "fit_group", "resolve_holdout",
+           "short_configurations"]
+
+# Every phase but framework_bootstrap is fitted on a feature, and a line needs 3 points
+# (analysis.model.MIN_POINTS_LINEAR: one residual degree of freedom for an interval): a
+# configuration with fewer training models has no line to fit. It is reported, not fitted,
+# so that it does not stop the fit of the others, and its boots need no model features.
+MIN_TRAINING_MODELS = MIN_POINTS_LINEAR
 
 # Subphases whose correlation is reported beside the study's: fitted ones with their own
 # feature; those of a phase fitted as one with the phase's feature.
@@ -231,19 +240,73 @@ def fit_group(rows: list[Row], *, holdout: list[str] | None = None,
     return fit
 
 
+class ShortConfiguration(NamedTuple):
+    """A configuration with fewer than ``MIN_TRAINING_MODELS`` training models."""
+
+    key: tuple[tuple[str, str | None], ...]
+    models: list[str]  # its training models
+    held_out: list[str]
+
+    @property
+    def label(self) -> str:
+        return config_label(self.key)
+
+    def line(self) -> str:
+        """What it has and what a fit needs, in one line."""
+        n = len(self.models)
+        has = f"{n} model{'' if n == 1 else 's'}" + (
+            f" ({', '.join(self.models)})" if self.models else "")
+        held = f", {len(self.held_out)} held out" if self.held_out else ""
+        return (f"{self.label}: not fitted: {has}{held}; a fit needs at least "
+                f"{MIN_TRAINING_MODELS} training models of one configuration")
+
+    def as_json(self) -> dict[str, Any]:
+        return {"config": dict(self.key), "models": self.models, "held_out": self.held_out,
+                "needs": MIN_TRAINING_MODELS, "line": self.line()}
+
+
+def short_configurations(results: list[BootResult], holdout: list[str]
+                         ) -> dict[tuple[tuple[str, str | None], ...], ShortConfiguration]:
+    """The configurations of the measured boots that have too few training models to fit
+    (``MIN_TRAINING_MODELS``), by their key (``analysis.dataset.config_key``, a Row's
+    ``config``). Counted from the boots alone: no model feature is needed."""
+    models: dict[tuple[tuple[str, str | None], ...], list[str]] = {}
+    for r in results:
+        if r.state == "measured":
+            names = models.setdefault(config_key(r), [])
+            if r.model not in names:
+                names.append(r.model)
+    return {key: ShortConfiguration(key, [m for m in names if m not in holdout],
+                                    [m for m in names if m in holdout])
+            for key, names in models.items()
+            if len([m for m in names if m not in holdout]) < MIN_TRAINING_MODELS}
+
+
+def resolve_holdout(models: Iterable[str], names: list[str]) -> list[str]:
+    """The held-out models as the data spells them (names match case-insensitively).
+
+    Raises
+    ------
+    InputError
+        A name is not one of ``models``.
+    """
+    known = {m.lower(): m for m in models}
+    wanted = []
+    for h in names:
+        if h.lower() not in known:
+            raise InputError(f"holdout model {h!r} is not in the data; models: "
+                             f"{', '.join(sorted(known.values()))}")
+        wanted.append(known[h.lower()])
+    return wanted
+
+
 def fit_dataset(data: Dataset, *, holdout: list[str] | None = None,
                 forced: dict[str, str] | None = None,
                 outlier_alpha: float | None = 0.05) -> list[GroupFit]:
     """Fit each configuration of the data set (see ``fit_group``)."""
     if not data.rows:
         raise FitError("no measured boots in the input")
-    known = {r.model.lower(): r.model for r in data.rows}
-    wanted = []
-    for h in holdout or []:
-        if h.lower() not in known:
-            raise InputError(f"holdout model {h!r} is not in the data; models: "
-                             f"{', '.join(sorted(known.values()))}")
-        wanted.append(known[h.lower()])
+    wanted = resolve_holdout((r.model for r in data.rows), holdout or [])
     groups: dict[Any, list[Row]] = {}
     for r in data.rows:
         groups.setdefault(r.config, []).append(r)

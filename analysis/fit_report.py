@@ -209,8 +209,12 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def write_markdown(fits: list[GroupFit], data: Dataset, out_dir: Path, *, plots: bool = True,
-                   predictor_path: Path | None = None) -> Path:
-    """Write ``report.md`` (and the per-phase PNGs) into ``out_dir``; return its path."""
+                   predictor_path: Path | None = None,
+                   not_fitted: list[str] | None = None) -> Path:
+    """Write ``report.md`` (and the per-phase PNGs) into ``out_dir``; return its path.
+
+    ``not_fitted``: one line per configuration of the input too small to fit.
+    """
     lines = ["# Start-up predictor: fit report", ""]
     lines.append("Inputs: " + ", ".join(f"`{i}`" for i in data.inputs))
     if predictor_path:
@@ -218,6 +222,8 @@ def write_markdown(fits: list[GroupFit], data: Dataset, out_dir: Path, *, plots:
     if data.not_measured:
         lines.append("Left out (not measured): " + ", ".join(
             f"{n} {s}" for s, n in data.not_measured.items()))
+    if not_fitted:
+        lines += ["", "Too small to fit:", ""] + [f"- {line}" for line in not_fitted]
     lines.append("")
     for gi, f in enumerate(fits):
         prefix = "" if len(fits) == 1 else f"g{gi + 1}_"
