@@ -14,7 +14,8 @@ import numpy as np
 
 from analysis.dataset import Dataset
 from analysis.features import feature_value
-from analysis.fit import RESIDUAL, GroupFit, _target_value
+from analysis.fit_groups import GroupFit
+from analysis.fit_targets import RESIDUAL, target_value
 from analysis.study import STUDY_REPORTED
 
 __all__ = ["print_terminal", "write_markdown"]
@@ -161,7 +162,7 @@ def _plot_phase(f: GroupFit, phase: str, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6.4, 4.2), dpi=100)
     pts = []
     for r in f.rows:
-        y = _target_value(r, phase)
+        y = target_value(r, phase)
         if y is None:
             continue
         x = 1.0 if m.feature is None else feature_value(r.features, m.feature)
@@ -208,8 +209,12 @@ def _md_table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def write_markdown(fits: list[GroupFit], data: Dataset, out_dir: Path, *, plots: bool = True,
-                   predictor_path: Path | None = None) -> Path:
-    """Write ``report.md`` (and the per-phase PNGs) into ``out_dir``; return its path."""
+                   predictor_path: Path | None = None,
+                   not_fitted: list[str] | None = None) -> Path:
+    """Write ``report.md`` (and the per-phase PNGs) into ``out_dir``; return its path.
+
+    ``not_fitted``: one line per configuration of the input too small to fit.
+    """
     lines = ["# Start-up predictor: fit report", ""]
     lines.append("Inputs: " + ", ".join(f"`{i}`" for i in data.inputs))
     if predictor_path:
@@ -217,6 +222,8 @@ def write_markdown(fits: list[GroupFit], data: Dataset, out_dir: Path, *, plots:
     if data.not_measured:
         lines.append("Left out (not measured): " + ", ".join(
             f"{n} {s}" for s, n in data.not_measured.items()))
+    if not_fitted:
+        lines += ["", "Too small to fit:", ""] + [f"- {line}" for line in not_fitted]
     lines.append("")
     for gi, f in enumerate(fits):
         prefix = "" if len(fits) == 1 else f"g{gi + 1}_"

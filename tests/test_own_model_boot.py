@@ -104,14 +104,22 @@ axes:
                             str(matrix)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert check.returncode == 1 and "budget ready_s" in check.stdout + check.stderr
 
-    # one fit per configuration: the two lengths are two configurations, and the fit says
-    # which one has too few models (here one model at 2048)
+    # one fit per configuration: the two lengths are two configurations, neither with the
+    # models a fit needs (two at 512, one at 2048): the fit says so, summarizes the run (the
+    # length among the axes it compares) and names the run a fit needs
     from analysis.dataset import config_key, config_label
 
     labels = {config_label(config_key(r)) for r in read_results(out)}
     assert {label.rsplit(" ", 1)[-1] for label in labels} == {"max_model_len=512",
                                                               "max_model_len=2048"}
-    fit = subprocess.run([sys.executable, "-m", "analysis.fit", str(out)], cwd=REPO,
+    summary = tmp_path / "fit-summary.json"
+    fit = subprocess.run([sys.executable, "-m", "analysis.fit", str(out), "--out-dir",
+                          str(tmp_path / "fit"), "--json", str(summary)], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     said = fit.stdout + fit.stderr
-    assert "max_model_len=2048: " in said and "needs at least 2" in said, said[-2000:]
+    assert fit.returncode == 0 and "at most 2 models in one" in said, said[-2000:]
+    assert "--matrix scaling" in fit.stdout.splitlines()[-1]
+    fitted = json.loads(summary.read_text())
+    assert fitted["groups"] == [] and len(fitted["not_fitted"]) == 2
+    assert [{e["a"], e["b"]} for e in fitted["effects"]
+            if e["axis"] == "max_model_len"] == [{"512", "2048"}]

@@ -91,11 +91,12 @@ def test_three_shards_merge_into_one_run(tmp_path):
             assert compare.returncode == 0, compare.stdout[-2000:] + compare.stderr
     compare = _run("-m", "analysis.compare", str(merged), str(merged), timeout=300)
     assert compare.returncode == 0 and "0 failing the gate" in compare.stdout
-    # One model: no fit has the 2 points a line needs; the merge is answered as a single run
-    # of these cells is (the first shard that has cells).
+    # One model: no configuration has the models a fit needs; the merge is answered as a
+    # single run of these cells is (the first shard that has cells): summarized, exit 0.
     fits = [_run("-m", "analysis.fit", str(p), "--out-dir", str(tmp_path / f"fit-{p.stem}"),
                  "--no-plots", "--quiet", timeout=300)
             for p in (merged, next(s for s in shards if _cell_ids(s)))]
-    assert fits[0].returncode == fits[1].returncode
-    assert fits[0].returncode == 0 or "needs at least 2" in fits[0].stderr, fits[0].stderr
+    for fit in fits:
+        assert fit.returncode == 0, fit.stderr
+        assert "--matrix scaling" in fit.stdout.splitlines()[-1], fit.stdout
     assert json.loads(merged.read_text())["coldstart"]["machines"] == 1
