@@ -1,0 +1,126 @@
+"""The run page (``render_run``): where each cell's seconds went, each cell's median per
+phase, what each axis changes, every round, the median round's timeline, the machine, the
+versions and the command. The markup is ``templates/report_run.html.j2``; this module says
+what goes in it, as text.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from analysis.report_cells import (
+    RESIDUAL,
+    Cell,
+    axis_effects,
+    axis_names,
+    load_run,
+    measured_rounds,
+    phase_median,
+    varying_axes,
+)
+from analysis.report_page import command_facts, machine_rows, number_text, render_page
+from analysis.report_plots import (
+    fig_effect,
+    fig_page_cache,
+    fig_phases,
+    fig_rounds,
+    fig_timeline,
+)
+from harness.schema import PHASE_NAMES
+
+__all__ = ["render_run"]
+
+_STATES = ("measured", "failed", "skipped")
+
+
+def _cell_table(cells: list[Cell], axes: list[str]) -> dict[str, Any]:
+    """The table of cells: ``headers`` and a row per cell (its id and label, state, rounds,
+    each phase's value with its note, then the residual, the ready time, the compile cache
+    seen, the weights' rate, its part of the storage floor and the reason)."""
+    from analysis.table import SHORT
+
+    headers = ["cell", "state", "rounds", *(SHORT[p] for p in PHASE_NAMES), RESIDUAL, "ready s",
+               "compile cache seen", "weights GB/s", "of floor", "reason / checks failed"]
+    rows = []
+    for c in cells:
+        r = c.headline
+        w = r.evidence.get("weights") or {}
+        n_ok = len(measured_rounds(c.rounds))
+        # A measured cell: the median over its measured rounds (the comparison's median);
+        # a failed or skipped one: its own round, up to where it stopped.
+        value = ((lambda m: phase_median(c, m)) if n_ok else
+                 (lambda m: r.residual_s if m == RESIDUAL else
+                  r.wall_s if m == "total" else r.phases.get(m)))
+        rows.append({
+            "id": c.id, "label": c.label(axes), "state": c.state, "failing": c.state == "failed",
+            "rounds": f"{n_ok}/{len(c.rounds)} measured",
+            "phases": [(number_text(value(p)), r.phase_notes.get(p)) for p in PHASE_NAMES],
+            "rest": [number_text(value(RESIDUAL)), number_text(value("total"), "{:.1f}"),
+                     r.compile_cache_observed, number_text(w.get("load_gbps")),
+                     number_text(w.get("fraction_of_floor"), "{:.0%}"), c.reason or ""],
+        })
+    return {"headers": headers, "rows": rows}
+
+
+def _subphase_rows(c: Cell) -> list[tuple[str, str, str, str]]:
+    """The median round's phases, each followed by its sub-phases, then the residual (with
+    its parts) and the wall time: (kind, name, seconds, note); kind is ``phase`` (in bold),
+    ``sub`` (indented) or ``plain``."""
+    r = c.headline
+    rows = []
+    for p in PHASE_NAMES:
+        rows.append(("phase", p, number_text(r.phases.get(p), "{:.3f}"),
+                     r.phase_notes.get(p, "")))
+        for name, v in r.subphases.items():
+            if name.split(".")[0] == p:
+                rows.append(("sub", name.split(".", 1)[1], number_text(v, "{:.3f}"), ""))
+    rows.append(("plain", RESIDUAL, number_text(r.residual_s, "{:.3f}"), ", ".join(
+        f"{k} {v:.3f} s" for k, v in (r.evidence.get("residual_parts_s") or {}).items())))
+    rows.append(("phase", "wall", number_text(r.wall_s, "{:.3f}"), ""))
+    return rows
+
+
+def _effects(cells: list[Cell], axes: list[str]) -> list[dict[str, Any]]:
+    """Per axis and value, the plot of what it changes and its table of matched pairs (each
+    metric's medians of rounds, base → other)."""
+    metrics = [*PHASE_NAMES, RESIDUAL, "total"]
+    out = []
+    for axis, base, other, pairs in axis_effects(cells):
+        rows = []
+        for a, b in pairs:
+            rows.append([a.label([x for x in axes if x != axis]) or a.id] + [
+                "-" if phase_median(a, m) is None or phase_median(b, m) is None else
+                f"{phase_median(a, m):.2f} → {phase_median(b, m):.2f}" for m in metrics])
+        out.append({"axis": axis, "base": base, "other": other,
+                    "plot": fig_effect(axis, base, other, pairs, axes),
+                    "page_cache_plot": fig_page_cache(pairs, axes) if axis == "page_cache"
+                    else None,
+                    "headers": ["cell (other axes)", *metrics], "rows": rows})
+    return out
+
+
+def render_run(path: str | Path) -> str:
+    """The run page's HTML."""
+    doc, cells = load_run(path)
+    axes = varying_axes(cells) or ["model"]
+    common = [f"{a}={cells[0].axes[a]}" for a in axis_names(cells)
+              if a not in axes and a in cells[0].axes]
+    versions = sorted({c.headline.vllm_version for c in cells if c.headline.vllm_version})
+    return render_page(
+        "report_run.html.j2",
+        title=f"vllm-coldstart: {Path(path).name}",
+        versions=", ".join(versions) or "unknown",
+        n_cells=len(cells),
+        states=[(s, sum(c.state == s for c in cells)) for s in _STATES],
+        common=" ".join(common),
+        phases_plot=fig_phases(cells, axes),
+        cell_table=_cell_table(cells, axes),
+        subphases=[{"id": c.id, "state": c.state, "rows": _subphase_rows(c)} for c in cells],
+        effects=_effects(cells, axes),
+        rounds_plot=fig_rounds(cells, axes),
+        timelines=[{"id": c.id, "plot": fig_timeline(c.headline, c.id)
+                    if c.headline.events else None} for c in cells],
+        machine=[list(row) for row in machine_rows(doc, cells)],
+        run_command=command_facts(doc, cells),
+    )
