@@ -94,6 +94,7 @@ def test_the_real_model_answers_within_the_reference_and_every_cpu_phase_is_meas
     assert result.ttft_s is not None and result.ttft_s > 0
 
 
+@pytest.mark.slow
 def test_an_eager_boot_answers_within_the_reference_and_has_no_compile_phase(real_model,
                                                                             tmp_path):
     result = run_boot(_spec(real_model, tmp_path, compile_cache="off", page_cache="evicted",
@@ -115,6 +116,7 @@ def _copy_of(model: Path, dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
 def test_scrambled_weights_fail_the_answer_check(real_model, tmp_path):
     """The copy boots and answers; judged against the pristine fixture's reference, it fails."""
     import torch
@@ -140,6 +142,7 @@ def test_scrambled_weights_fail_the_answer_check(real_model, tmp_path):
                    for n in result.evidence.get("known_defects", []))
 
 
+@pytest.mark.slow
 def test_a_tokenizer_that_does_not_match_the_model_fails_the_answer_check(real_model, tmp_path):
     """GPT-2's byte-level BPE in place of SmolLM2's: the folder boots, the prompt is wrong.
 
@@ -213,6 +216,7 @@ def test_loader_and_storage_evidence(cold_boot):
     assert not result.evidence.get("survivors")
 
 
+@pytest.mark.slow
 def test_compile_cache_cold_vs_warm(cold_boot, warm_boot):
     cold, _ = cold_boot
     assert cold.compile_cache_observed == "miss"
@@ -237,6 +241,7 @@ def test_compile_cache_cold_vs_warm(cold_boot, warm_boot):
         assert warm_boot.phases["torch_compile"] < cold.phases["torch_compile"]
 
 
+@pytest.mark.slow
 def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):
     # The timeout must fall after the EngineCore and Worker processes exist and before the
     # compile ends. When that is depends on the machine (the Worker starts ~28 s into a boot
@@ -261,6 +266,7 @@ def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):
     assert result.phase_sum_s() + result.residual_s == pytest.approx(result.wall_s, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_sigterm_to_the_parent_kills_the_boot(real_model, tmp_path):
     # A cancelled CI job: the boot is a session of its own, which the job's signal does not
     # reach; the parent must take it down before it goes.
@@ -295,6 +301,7 @@ def test_sigterm_to_the_parent_kills_the_boot(real_model, tmp_path):
     assert marked_processes(marker) == []
 
 
+@pytest.mark.slow
 def test_a_bad_engine_argument_is_one_line_naming_it(real_model, tmp_path):
     result = run_boot(_spec(real_model, tmp_path, compile_cache="off",
                             engine_kwargs={"max_num_seqz": 4}))

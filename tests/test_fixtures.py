@@ -308,6 +308,7 @@ def test_smollm2_config_and_weights(smollm2):
         assert manifest[key], key
 
 
+@pytest.mark.slow
 @pytest.mark.boot
 def test_smollm2_answers_in_vllm(smollm2):
     """One real boot: greedy, chat-formatted, in a fresh process as the suite boots.
@@ -448,6 +449,7 @@ _VLLM_CHECK = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_vllm_loads_every_tokenizer_and_a_synthetic_config():
     """vLLM's own tokenizer and config loaders, in a fresh process; no engine is started."""
     pytest.importorskip("vllm")

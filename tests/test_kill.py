@@ -219,6 +219,7 @@ def test_an_error_names_a_death_by_exit_code_only_where_the_log_says_nothing_bet
     assert error_naming_deaths(specific, []) == specific
 
 
+@pytest.mark.slow
 @pytest.mark.boot
 def test_a_real_boot_whose_worker_is_sigkilled_names_it_with_signal_and_phase(tmp_path: Path
                                                                                ) -> None:

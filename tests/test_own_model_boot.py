@@ -27,6 +27,7 @@ def _kv_bytes_per_token(config: dict) -> int:
     return 2 * config["num_hidden_layers"] * config["num_key_value_heads"] * head_dim * 2
 
 
+@pytest.mark.slow
 @pytest.mark.boot
 def test_a_matrix_file_of_my_own_model_runs_records_and_judges_budgets(tmp_path):
     pytest.importorskip("vllm")

@@ -36,6 +36,7 @@ def _cell_ids(path: Path) -> list[str]:
         for r in doc["coldstart"]["unrecorded"]]
 
 
+@pytest.mark.slow
 @pytest.mark.boot
 def test_three_shards_merge_into_one_run(tmp_path):
     pytest.importorskip("vllm")

@@ -20,7 +20,7 @@ from analysis.dataset import machine_identity
 from fixtures.catalog import UNSEEN_SHAPE
 from tests.test_cpu_fit import FEATURES, SCALING
 
-pytestmark = pytest.mark.boot
+pytestmark = [pytest.mark.boot, pytest.mark.slow]
 # The old test's bound, kept: the leave-one-model-out MAPE of the fit is 6 %, its largest
 # error 9 s of 52-108 s boots.
 MAX_ERROR_SHARE = 0.15
