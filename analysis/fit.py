@@ -84,6 +84,7 @@ from analysis.fit_targets import predict_row as _predict_row
 from analysis.fit_targets import target_value as _target_value
 from analysis.fit_validate import study_method_baseline
 from analysis.model import FitError
+from coldstart import program_name
 from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult, read_results
 
 # The names this module held before it was split, importable from here as before (the
@@ -110,7 +111,7 @@ def _parse_forced(items: list[str]) -> dict[str, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
-        prog="python -m analysis.fit",
+        prog=program_name("analysis.fit"),
         description="Fit one linear model per start-up phase; cross-validate; report.")
     parser.add_argument("results", nargs="*", help="result documents (harness.schema)")
     parser.add_argument("--study", action="append", default=[],

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 from analysis._cli import ArgumentParser, InputError, run_cli
+from coldstart import program_name
 from harness.logs import read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document, write_document
 
@@ -77,7 +78,7 @@ def ingest(paths: list[Path]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
-        prog="python -m analysis.ingest",
+        prog=program_name("analysis.ingest"),
         description="Read vLLM start-up logs into a vllm-coldstart result document.")
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="vLLM start-up log")
     parser.add_argument("-o", "--output", type=Path, required=True, help="result JSON to write")

@@ -41,6 +41,7 @@ from analysis.features import (
 )
 from analysis.model import PhaseModel, Prediction, combine_predictions
 from analysis.predictors import describe_predictor, list_lines, resolve_fit, shipped_names
+from coldstart import program_name
 from harness.schema import SchemaError, read_json, validation_summary
 
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
@@ -300,7 +301,7 @@ def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Pr
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m analysis.predict",
+    parser = ArgumentParser(prog=program_name("analysis.predict"),
                                      description="Predict the start-up phases of a model.")
     parser.add_argument("model", nargs="?", help="model folder, HF config.json or features JSON")
     parser.add_argument("--fit", help="predictor file written by analysis.fit, or a shipped "

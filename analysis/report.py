@@ -52,6 +52,7 @@ from analysis.report_plots import (
     fig_timeline,
 )
 from analysis.report_run import render_run
+from coldstart import program_name
 
 if TYPE_CHECKING:  # at run time, __getattr__ below imports them when asked for
     from analysis.fit_report import print_terminal, write_markdown
@@ -77,7 +78,7 @@ def __getattr__(name: str) -> Any:
 
 # ------------------------------------------------------------------------------ the CLI
 def main(argv: list[str] | None = None) -> int:
-    ap = ArgumentParser(prog="python -m analysis.report",
+    ap = ArgumentParser(prog=program_name("analysis.report"),
                         description="A run (one JSON) or a comparison (two) as one "
                                     "self-contained HTML page.")
     ap.add_argument("json", nargs="+", help="RUN.json, or BASE.json NEW.json")

@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 
 from analysis._cli import ArgumentParser, run_cli
 from analysis.features import FeatureError, ModelFeatures, study_entry_features
+from coldstart import program_name
 from harness.logs import read_log
 from harness.schema import (
     PHASE_NAMES,
@@ -375,7 +376,7 @@ def study_document(study: StudyData) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = ArgumentParser(
-        prog="python -m analysis.study",
+        prog=program_name("analysis.study"),
         description="Turn the reference study's comparison_results.json into a result document.")
     parser.add_argument("source", help="figure folder or (avg_)comparison_results.json")
     parser.add_argument("-o", "--output", required=True, help="result document to write")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from analysis._cli import ArgumentParser, run_cli
+from coldstart import program_name
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
 
 SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
@@ -37,7 +38,7 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = ArgumentParser(prog="python -m analysis.table", description=__doc__.split("\n")[0])
+    ap = ArgumentParser(prog=program_name("analysis.table"), description=__doc__.split("\n")[0])
     ap.add_argument("json", nargs="+")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table")
     args = ap.parse_args(argv)

@@ -37,6 +37,8 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from coldstart import program_name
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP = REPO_ROOT / "scripts" / "bootstrap.sh"
 MARKER = ".coldstart-env.json"
@@ -194,7 +196,7 @@ def checkout_env(env_path: Path, base: dict[str, str] | None = None) -> dict[str
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks._envs",
+    ap = argparse.ArgumentParser(prog=program_name("benchmarks._envs"),
                                  description="Make (or reuse) one environment per vLLM release.")
     ap.add_argument("specs", nargs="+", help="NAME==VERSION (or VERSION: the default package)")
     ap.add_argument("--dir", type=Path, default=None, help="where the environments go "

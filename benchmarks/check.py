@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
+from coldstart import program_name
 from harness.schema import (
     DOCUMENT_KEY,
     NOT_APPLICABLE_PREFIX,
@@ -43,7 +44,7 @@ def read_document(path: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.check", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog=program_name("benchmarks.check"), description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path)
     ap.add_argument("--matrix", default="smoke")
     for axis, option in AXIS_OPTIONS.items():

@@ -15,9 +15,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 from benchmarks.check import read_document
+from coldstart import program_name
 from harness.schema import (  # noqa: F401  (measured_walls, wall_stats: read from here too)
     DOCUMENT_KEY,
     STATS_TIMER,
@@ -98,7 +98,7 @@ def compact(doc: dict, keep_events: bool = False) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.compact", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog=program_name("benchmarks.compact"), description=__doc__.split("\n")[0])
     ap.add_argument("json", type=Path, nargs="+")
     ap.add_argument("-o", "--out", type=Path, default=None)
     ap.add_argument("--upgrade", action="store_true",

@@ -41,6 +41,7 @@ from benchmarks._rounds import (
     say,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
+from coldstart import program_name
 from harness.processes import raise_on_end_signals
 from harness.registry import WrapTarget
 from harness.schema import write_document
@@ -55,7 +56,7 @@ class GateError(Exception):
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.gate",
+    ap = argparse.ArgumentParser(prog=program_name("benchmarks.gate"),
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the release gated against: NAME==VERSION")
     ap.add_argument("--new", required=True, help="the release under test: NAME==VERSION")

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from coldstart import program_name
 from harness.__main__ import resolve_model
 from harness.boot import BootError, BootSpec, run_boot
 
@@ -31,7 +32,7 @@ def median_within_target(ratios: list[float], target: float = TARGET_RATIO
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.overhead", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog=program_name("benchmarks.overhead"), description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="smollm2-135m")
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--compile-cache", default="cold", choices=("cold", "off"))

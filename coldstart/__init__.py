@@ -7,6 +7,9 @@ analysis verbs work where vLLM is not installed.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 # verb -> (module run as __main__, what it does). New programs join here.
 VERBS: dict[str, tuple[str, str]] = {
     "bench": ("benchmarks", "run the benchmark matrix: pytest benchmarks/ [pytest options]"),
@@ -27,4 +30,30 @@ VERBS: dict[str, tuple[str, str]] = {
     "gate": ("benchmarks.gate", "gate a new vLLM release: the same cells on both, interleaved"),
     "history": ("benchmarks.history", "start-up time per phase over several vLLM releases"),
     "study": ("analysis.study", "the study's published data as runs the analysis reads"),
+    "predictors": ("analysis.predictors", "re-make (or --check) the shipped predictor files"),
+    "schema": ("coldstart.schema", "the JSON Schema of a document (boot result, matrix file, ...)"),
 }
+
+
+# (module, verb) of the program the front door is running now: its usage and errors name it.
+_running: list[tuple[str, str]] = []
+
+
+@contextmanager
+def running(module: str, verb: str) -> Iterator[None]:
+    """While the front door runs ``module`` as ``coldstart VERB``."""
+    _running.append((module, verb))
+    try:
+        yield
+    finally:
+        _running.remove((module, verb))
+
+
+def program_name(module: str, plain: str | None = None) -> str:
+    """What the program of ``module`` calls itself in its usage and error lines:
+    ``coldstart VERB`` when the front door runs it, else ``plain`` (default
+    ``python -m MODULE``)."""
+    for running_module, verb in reversed(_running):
+        if running_module == module:
+            return f"coldstart {verb}"
+    return plain if plain is not None else f"python -m {module}"

@@ -7,7 +7,7 @@ import runpy
 import sys
 from pathlib import Path
 
-from coldstart import VERBS
+from coldstart import VERBS, running
 
 
 def _usage() -> str:
@@ -42,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     module = VERBS[verb][0]
     sys.argv = [f"coldstart {verb}", *rest]
     try:
-        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        with running(module, verb):
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
     except SystemExit as done:
         code = done.code
         if code is None or isinstance(code, int):

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from coldstart import program_name
 from harness.boot import BootError, BootSpec, run_boot
 from harness.schema import (
     COMPILE_CACHE_MODES,
@@ -86,7 +87,7 @@ def render_table(result: BootResult) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m harness", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog=program_name("harness"), description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, help="fixture name or model folder")
     ap.add_argument("--loader", default="safetensors", choices=LOADERS)
     ap.add_argument("--compile-cache", default="cold", choices=COMPILE_CACHE_MODES)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from coldstart import program_name
 from harness.schema import (
     DOCUMENT_KEY,
     PHASE_NAMES,
@@ -304,7 +305,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = _Parser(prog="python -m harness.trace", description=__doc__.split("\n")[0])
+    ap = _Parser(prog=program_name("harness.trace"), description=__doc__.split("\n")[0])
     ap.add_argument("json", help="a BootResult (python -m harness --out) or a run's JSON")
     ap.add_argument("--cell", help="the cell's id (model=...-loader=...); its median round")
     ap.add_argument("-o", "--out", type=Path, required=True, help="the trace file to write")

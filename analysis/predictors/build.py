@@ -28,6 +28,7 @@ from typing import Any
 from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
+from coldstart import program_name
 
 __all__ = ["RECIPES", "Recipe", "REPO_ROOT", "build_document", "build_all", "undated",
            "same_fit", "main"]
@@ -171,7 +172,7 @@ def same_fit(a: Any, b: Any, rel: float = 1e-9) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m analysis.predictors",
+    parser = ArgumentParser(prog=program_name("analysis.predictors"),
                             description="Re-make the shipped predictor files.")
     parser.add_argument("action", choices=["build", "list"])
     parser.add_argument("--only", action="append", choices=list(RECIPES), help="this one only")

@@ -1,0 +1,60 @@
+"""``coldstart schema [NAME]``: the JSON Schema of a document the suite writes or reads,
+generated from its pydantic model (the one source of truth), so other tools can validate.
+
+    coldstart schema                 # the names, with their models and versions
+    coldstart schema boot-result -o boot-result.schema.json
+
+A run document is pytest-benchmark's JSON; each cell's ``extra_info`` is a ``boot-result``
+(its median round) with ``rounds`` (every round's); ``docs/format.md`` describes the whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from coldstart import program_name
+
+# name -> (module, model, what it is); imported only when asked, so this runs without vLLM.
+DOCUMENTS: dict[str, tuple[str, str, str]] = {
+    "boot-result": ("harness.schema", "BootResult",
+                    "one boot (python -m harness --out), a cell's extra_info, an ingested log"),
+    "matrix-file": ("benchmarks.matrix_schema", "MatrixFile",
+                    "a matrix file (pytest benchmarks/ --matrix FILE.yaml)"),
+    "predictor-group": ("analysis.predict", "PredictorGroup",
+                        "one configuration of a predictor file (analysis.fit -> predictor.json)"),
+}
+
+
+def json_schema(name: str) -> dict[str, Any]:
+    import importlib
+
+    module, model, _ = DOCUMENTS[name]
+    schema = getattr(importlib.import_module(module), model).model_json_schema()
+    schema["$id"] = f"vllm-coldstart/{name}"
+    return schema
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog=program_name("coldstart.schema"),
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("name", nargs="?", choices=sorted(DOCUMENTS))
+    ap.add_argument("-o", "--out", type=Path, help="write here instead of standard output")
+    args = ap.parse_args(argv)
+    if args.name is None:
+        for name, (module, model, what) in DOCUMENTS.items():
+            print(f"{name:16} {module}.{model}: {what}")
+        return 0
+    text = json.dumps(json_schema(args.name), indent=2) + "\n"
+    if args.out:
+        args.out.write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
