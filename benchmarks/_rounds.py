@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -359,3 +360,13 @@ def say(prog: str) -> Callable[[str], None]:
     def progress(msg: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {prog}: {msg}", file=sys.stderr, flush=True)
     return progress
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM and SIGHUP stop the run as Ctrl-C does (``KeyboardInterrupt``), so the rounds
+    that finished are written; a signal the caller ignores stays ignored."""
+    def stop(signum, _frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, stop)

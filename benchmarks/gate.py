@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import fcntl
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -40,6 +39,7 @@ from benchmarks._rounds import (
     release_file,
     run_slots,
     say,
+    stop_on_sigterm,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from harness.registry import WrapTarget
@@ -139,12 +139,8 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
     return code
 
 
-def _stop_on_sigterm() -> None:
-    def stop(signum, _frame):
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        if signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, stop)
+# Its name before benchmarks.history shared it; kept while a branch may still import it.
+_stop_on_sigterm = stop_on_sigterm
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = ["--allow-busy-machine"] if args.allow_busy_machine else []
     runner = PytestSlot(releases, envs, args.matrix, boot_timeout=args.boot_timeout,
                         extra_args=extra)
-    _stop_on_sigterm()
+    stop_on_sigterm()
     try:
         with boot_lock(args.lock, progress):
             return run_gate(args, releases, runner, out_dir, missing=missing,
