@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable
 from typing import NoReturn
 
-from analysis.features import FeatureError
+from analysis.errors import FeatureError
 from analysis.model import FitError
 from harness.schema import SchemaError
 

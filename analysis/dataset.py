@@ -16,7 +16,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, NamedTuple
 
-from analysis.features import ModelFeatures, boot_features
+from analysis.feature_model import ModelFeatures
+from analysis.model_folder import boot_features
 from harness.schema import PHASE_NAMES, BootResult, gpu_models, read_json, read_results
 
 __all__ = ["CONFIG_FIELDS", "MERGED_KEY", "Row", "Dataset", "build_dataset", "cell_identities",

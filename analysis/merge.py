@@ -34,295 +34,33 @@ from __future__ import annotations
 import json
 import sys
 import time
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import MERGED_KEY, cell_identities, group_machines
-from harness.schema import (
-    DOCUMENT_KEY,
-    SCHEMA_VERSION,
-    BootResult,
-    SchemaError,
-    STATS_TIMER,
-    benchmark_entry,
-    cell_id,
-    cell_stats,
-    read_json,
-    read_results,
-    name_runs,
-    validation_summary,
-    write_document,
+from analysis.shards import (
+    CELL_AXES,
+    CELLS_LOG_SUFFIX,
+    MergeError,
+    Shard,
+    ShardCell,
+    raw_schema_versions,
+    read_shard,
+    stamp_epoch,
 )
+from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs, write_document
 
-__all__ = ["MergeError", "merge", "main"]
+# Reading a shard is analysis.shards'; its names stay importable from here.
+__all__ = ["CELL_AXES", "CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "main",
+           "merge", "raw_schema_versions", "read_shard", "stamp_epoch"]
 
-# The benchmark matrix's axes (benchmarks.matrix.AXES; analysis does not import benchmarks):
-# they name a cell whose result came without its params.
-CELL_AXES: tuple[str, ...] = ("model", "loader", "compile_cache", "page_cache", "entrypoint")
-CELLS_LOG_SUFFIX = ".jsonl"
-
-
-class MergeError(SchemaError):
-    """Inputs that cannot be merged into one run (bad input: one line, exit 2)."""
+# Its name before analysis.shards made it public; kept while a caller may still use it.
+_epoch = stamp_epoch
 
 
-@dataclass
-class _Cell:
-    cell: str
-    record: dict[str, Any]  # a benchmarks entry, or an unrecorded result (with checks_failed)
-    recorded: bool  # True: a benchmarks entry
-    machine_info: dict[str, Any]
-    source: str
-    written_at: float
-    from_json: bool
-    commit_info: dict[str, Any] | None = None  # None: the input does not say
-
-    def n_rounds(self) -> int:
-        fields = self.record["extra_info"] if self.recorded else self.record
-        return len(fields.get("rounds") or [fields])
-
-    def same_result(self) -> str:
-        """The cell's result as canonical JSON: its headline round, every round, its checks."""
-        fields = self.record["extra_info"] if self.recorded else self.record
-        headline = BootResult.model_validate(
-            {k: v for k, v in fields.items() if k in BootResult.model_fields})
-        rounds = fields.get("rounds") or [fields]
-        return json.dumps({
-            "result": headline.model_dump(mode="json"),
-            "rounds": [BootResult.model_validate(
-                {k: v for k, v in r.items() if k in BootResult.model_fields}
-            ).model_dump(mode="json") for r in rounds],
-            "checks_failed": fields.get("checks_failed") or []}, sort_keys=True)
-
-
-@dataclass
-class _Shard:
-    path: Path
-    kind: str  # "json" or "cells-log"
-    schema_versions: set[int]
-    vllm_versions: set[str]
-    rounds: int | None
-    matrix: str | None
-    host: str | None
-    cells: list[_Cell]
-    doc: dict[str, Any] | None = None
-    matrix_cells: dict[str, Any] | None = None  # {"count", "sha256"}: which matrix (schema 3)
-    run_rounds: set[int] | None = None  # the --rounds its cells log's lines say (schema 3)
-
-
-def _epoch(stamp: Any) -> float | None:
-    if not isinstance(stamp, str):
-        return None
-    for fmt in ("%Y-%m-%dT%H:%M:%S%z", "%Y-%m-%dT%H:%M:%S.%f%z"):
-        try:
-            return datetime.strptime(stamp, fmt).timestamp()
-        except ValueError:
-            continue
-    try:
-        return datetime.fromisoformat(stamp).timestamp()
-    except ValueError:
-        return None
-
-
-def _versions_of(fields: dict[str, Any]) -> tuple[set[int], set[str]]:
-    schema = fields.get("schema_version", SCHEMA_VERSION)
-    vllm = fields.get("vllm_version")
-    return {schema}, ({vllm} if vllm else set())
-
-
-def _raw_versions(path: Path) -> set[Any]:
-    """The schema versions a file claims, read before it is parsed: a file of a newer
-    schema is refused as a mix with the others, not as unreadable."""
-    found: set[Any] = set()
-    if path.suffix == CELLS_LOG_SUFFIX:
-        for _n, entry in _log_records(path, quiet=True):
-            result = entry.get("result") if isinstance(entry, dict) else None
-            if isinstance(result, dict):
-                found.add(result.get("schema_version", SCHEMA_VERSION))
-        return found
-    doc = read_json(path, MergeError)
-    meta = doc.get(DOCUMENT_KEY) if isinstance(doc, dict) else None
-    if isinstance(meta, dict):
-        found.add(meta.get("schema_version", SCHEMA_VERSION))
-    return found
-
-
-def _read_document(path: Path) -> _Shard:
-    read_results(path, all_rounds=True)  # refuses what is no result document, in its words
-    doc = read_json(path)
-    if not isinstance(doc, dict) or "benchmarks" not in doc:
-        raise MergeError(f"{path}: not the JSON of `pytest benchmarks/ --benchmark-json` "
-                         "(a single result or a list of them)")
-    meta = doc.get(DOCUMENT_KEY) or {}
-    info = doc.get("machine_info") if isinstance(doc.get("machine_info"), dict) else {}
-    written = (_epoch(meta.get("written_at")) or _epoch(doc.get("datetime"))
-               or path.stat().st_mtime)
-    schema = {meta.get("schema_version", SCHEMA_VERSION)}
-    vllm = {v} if (v := (info.get(DOCUMENT_KEY) or {}).get("vllm")) else set()
-    commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), dict) else None
-    commit = commit or None
-    cells = []
-    for entry in doc["benchmarks"]:
-        params = entry.get("params")
-        cid = cell_id(params) if isinstance(params, dict) and params else str(entry.get("name"))
-        # An input that is itself a merge keeps each cell's own machine.
-        cell_info = entry.get("machine_info", info)
-        clean = {k: v for k, v in entry.items() if k != "machine_info"}
-        s, vv = _versions_of(entry["extra_info"])
-        schema |= s
-        vllm |= vv
-        # An input that is itself a merge of commits keeps each cell's own.
-        cells.append(_Cell(cid, clean, True, cell_info, str(path), written, True,
-                           entry["extra_info"].get("commit_info") or commit))
-    for result in meta.get("unrecorded", []):
-        cid = cell_id({**{a: result.get(a) for a in CELL_AXES}, **(result.get("axes") or {})})
-        cell_info = result.get("machine_info", info)
-        clean = {k: v for k, v in result.items() if k != "machine_info"}
-        s, vv = _versions_of(result)
-        schema |= s
-        vllm |= vv
-        cells.append(_Cell(cid, clean, False, cell_info, str(path), written, True,
-                           result.get("commit_info") or commit))
-    host = meta.get("host") or info.get("node")
-    return _Shard(path, "json", schema, vllm, meta.get("rounds"), meta.get("matrix"), host,
-                  cells, doc,
-                  meta["matrix_cells"] if isinstance(meta.get("matrix_cells"), dict) else None)
-
-
-def _log_records(path: Path, *, quiet: bool = False) -> list[tuple[int, Any]]:
-    """The records of a cells log, ``[(line number, record)]``.
-
-    A process killed while appending leaves its line cut, without a newline; a retry then
-    appends its own record right after it, on the same physical line. Such a line gives the
-    retry's record (the cut one is lost, said on stderr). A cut last line is left out (said);
-    any other line that is not JSON is refused, naming the file and the line.
-    """
-    if not path.is_file():
-        raise MergeError(f"{path}: no such file")
-    lines = path.read_text().splitlines()
-    decoder = json.JSONDecoder()
-    out = []
-    for n, line in enumerate(lines, 1):
-        text = line.strip()
-        if not text:
-            continue
-        try:
-            out.append((n, json.loads(text)))
-            continue
-        except json.JSONDecodeError as exc:
-            error = exc
-        retry = _retry_record(text, decoder)
-        if retry is not None:
-            if not quiet:
-                print(f"analysis.merge: {path}:{n}: a cut record left out, the record "
-                      "appended after it (a retry) kept", file=sys.stderr)
-            out.append((n, retry))
-        elif n == len(lines):  # the process died while writing it: that cell is lost
-            if not quiet:
-                print(f"analysis.merge: {path}:{n}: a cut last line left out ({error})",
-                      file=sys.stderr)
-        else:
-            raise MergeError(f"{path}:{n}: not a JSON line ({error})") from error
-    return out
-
-
-def _retry_record(text: str, decoder: json.JSONDecoder) -> dict[str, Any] | None:
-    """The complete record that ends ``text`` after a cut one, or None."""
-    start = text.find("{", 1)
-    while start != -1:
-        try:
-            record, end = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            record, end = None, -1
-        if end == len(text) and isinstance(record, dict) \
-                and isinstance(record.get("result"), dict):
-            return record
-        start = text.find("{", start + 1)
-    return None
-
-
-def _read_cells_log(path: Path) -> _Shard:
-    records = _log_records(path)
-    written = path.stat().st_mtime
-    by_cell: dict[str, _Cell] = {}
-    schema: set[int] = set()
-    vllm: set[str] = set()
-    matrices: set[str] = set()
-    fingerprints: list[dict[str, Any]] = []
-    run_rounds: set[int] = set()
-    host = None
-    for n, entry in records:
-        if not isinstance(entry, dict) or not isinstance(entry.get("result"), dict):
-            raise MergeError(f"{path}:{n}: no 'result' object: not a cells log of "
-                             "`pytest benchmarks/`")
-        try:
-            result = BootResult.model_validate(
-                {k: v for k, v in entry["result"].items() if k in BootResult.model_fields})
-            rounds = [BootResult.model_validate(
-                {k: v for k, v in r.items() if k in BootResult.model_fields})
-                for r in entry.get("rounds") or [entry["result"]]]
-        except Exception as exc:
-            raise MergeError(f"{path}:{n}: not a BootResult: {validation_summary(exc)}") \
-                from exc
-        params = entry.get("params") if isinstance(entry.get("params"), dict) else \
-            {**{a: getattr(result, a) for a in CELL_AXES}, **result.axes}
-        cid = entry.get("cell") or cell_id(params)
-        checks = entry.get("checks_failed") or []
-        info = entry.get("machine_info") if isinstance(entry.get("machine_info"), dict) else {}
-        host = host or (info.get(DOCUMENT_KEY) or {}).get("host")
-        if isinstance(entry.get("matrix"), str):
-            matrices.add(entry["matrix"])
-        if isinstance(entry.get("matrix_cells"), dict) \
-                and entry["matrix_cells"] not in fingerprints:
-            fingerprints.append(entry["matrix_cells"])
-        if isinstance(entry.get("run_rounds"), int):
-            run_rounds.add(entry["run_rounds"])
-        commit = entry.get("commit_info") if isinstance(entry.get("commit_info"), dict) \
-            else None
-        record = benchmark_entry(result, name=f"test_cold_start[{cid}]", params=params,
-                                 rounds=rounds)
-        # as pytest names the cell in the shards that wrote their JSON (compare --between
-        # matches runs' cells by it)
-        record["fullname"] = f"benchmarks/test_cold_start.py::test_cold_start[{cid}]"
-        stats = cell_stats(record["extra_info"])
-        if stats is not None:
-            # the statistics pytest-benchmark would have written: its Stats of the rounds
-            record["stats"] = stats
-            record["options"] = {"timer": STATS_TIMER}
-            record["extra_info"]["checks_failed"] = checks
-            recorded = True
-        else:
-            record = {**result.model_dump(mode="json"), "checks_failed": checks}
-            recorded = False
-        for r in rounds:
-            s, vv = _versions_of(r.model_dump())
-            schema |= s
-            vllm |= vv
-        by_cell[cid] = _Cell(cid, record, recorded, info, str(path), written, False,
-                             commit or None)
-    if not by_cell:
-        print(f"analysis.merge: {path}: no cell in this cells log", file=sys.stderr)
-    if len(matrices) > 1 or len(fingerprints) > 1:
-        what = ", ".join([*sorted(matrices), *(f"{f.get('count')} cells "
-                                                f"{str(f.get('sha256'))[:12]}"
-                                                for f in fingerprints)])
-        raise MergeError(f"{path}: lines of different matrices ({what}): a cells log of "
-                         "several runs; merge the lines of one")
-    # A log written before schema 3 does not say the --rounds it ran with (a cell stopped
-    # early has fewer rounds than asked): merge judges it by its cells' rounds.
-    return _Shard(path, "cells-log", schema, vllm, None, matrices.pop() if matrices else None,
-                  host, list(by_cell.values()), None,
-                  fingerprints[0] if fingerprints else None, run_rounds)
-
-
-def _read(path: Path) -> _Shard:
-    return _read_cells_log(path) if path.suffix == CELLS_LOG_SUFFIX else _read_document(path)
-
-
-def _identity(cell: _Cell) -> dict[str, Any]:
+def _identity(cell: ShardCell) -> dict[str, Any]:
     fields = cell.record["extra_info"] if cell.recorded else cell.record
     return cell_identities({"coldstart": {MERGED_KEY: []}, "benchmarks": [
         {"extra_info": fields, "machine_info": cell.machine_info}]})[0][1]
@@ -352,7 +90,7 @@ def _commit_key(commit: dict[str, Any]) -> tuple[Any, Any]:
     return commit.get("id"), bool(commit.get("dirty"))
 
 
-def _check_matrices(shards: list[_Shard]) -> dict[str, Any] | None:
+def _check_matrices(shards: list[Shard]) -> dict[str, Any] | None:
     """Refuse shards of different matrices; the run's ``matrix_cells`` where known.
 
     The digest of the selected cells says it where every shard has one (a matrix file's path
@@ -377,14 +115,14 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
     """One result document from the shards at ``paths`` (see the module's doc)."""
     if not paths:
         raise MergeError("no input: give the shards' JSON documents and/or cells logs")
-    raw = {p: _raw_versions(p) for p in paths}
+    raw = {p: raw_schema_versions(p) for p in paths}
     claimed = {v for vs in raw.values() for v in vs}
     if len(claimed) > 1:
         where = ", ".join(f"{p}: {sorted(map(str, vs))}" for p, vs in raw.items() if vs)
         raise MergeError(f"mixed schema versions ({where}): merge runs of one schema version")
     shards = []
     for i, p in enumerate(paths, 1):
-        shard = _read(p)
+        shard = read_shard(p)
         shards.append(shard)
         print(f"analysis.merge [{i}/{len(paths)}] {p}: {len(shard.cells)} cells "
               f"({shard.kind}{', ' + shard.host if shard.host else ''})")
@@ -416,7 +154,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
                         f"{asked}: rounds of another run (a cells log of a run with more "
                         "rounds?); merge the shards of one run")
 
-    chosen: dict[str, _Cell] = {}
+    chosen: dict[str, ShardCell] = {}
     order: list[str] = []
     for shard in shards:
         for cell in shard.cells:

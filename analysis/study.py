@@ -41,7 +41,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from analysis._cli import ArgumentParser, run_cli
-from analysis.features import FeatureError, ModelFeatures, study_entry_features
+from analysis.errors import FeatureError
+from analysis.feature_model import ModelFeatures
+from analysis.study_features import study_entry_features
 from coldstart import program_name
 from harness.logs import read_log
 from harness.schema import (

@@ -35,6 +35,7 @@ from typing import Any
 
 from benchmarks._envs import REPO_ROOT, Release, checkout_env
 from benchmarks.matrix import AXIS_OPTIONS, Cell
+from harness.processes import raise_on_end_signals
 from harness.registry import LOG_PROBE_PAIRS, WrapTarget
 from harness.schema import (
     DOCUMENT_KEY,
@@ -359,3 +360,9 @@ def say(prog: str) -> Callable[[str], None]:
     def progress(msg: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {prog}: {msg}", file=sys.stderr, flush=True)
     return progress
+
+
+def stop_on_sigterm() -> None:
+    """SIGTERM and SIGHUP stop the run as Ctrl-C does (``KeyboardInterrupt``), so the rounds
+    that finished are written; a signal the caller ignores stays ignored."""
+    raise_on_end_signals(KeyboardInterrupt)

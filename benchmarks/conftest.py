@@ -42,6 +42,7 @@ from benchmarks.matrix import (
     select,
     split_values,
 )
+from benchmarks.split import ShardPlugin
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
@@ -272,14 +273,13 @@ def _matrix_cells(config: pytest.Config) -> dict[str, Any]:
 def pytest_sessionstart(session: pytest.Session) -> None:
     """``--splits N --group I`` (pytest-split): cells without a stored duration get an
     estimate, and a group left without cells is no failure (benchmarks/split.py)."""
-    from benchmarks.split import ShardPlugin
-
     config = session.config
     if ShardPlugin.wanted(config):
         def open_session() -> None:  # as the coldstart fixture does: the JSON gets written
             config._coldstart = ColdstartSession(config)
 
-        config.pluginmanager.register(ShardPlugin(open_session), "coldstart-shard")
+        config.pluginmanager.register(ShardPlugin(open_session, run_setting(config, "rounds")),
+                                      "coldstart-shard")
 
 
 def _resume_facts(machine_info: Any) -> dict[str, Any]:

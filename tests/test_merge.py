@@ -338,9 +338,9 @@ def test_the_written_time_of_a_cells_log_is_its_modification(tmp_path, capsys):
     log = _cells_log(rerun, tmp_path / "rerun.json.cells.jsonl")
     rerun.unlink()
     later = read_json(XVER_32)["coldstart"]["written_at"]
-    from analysis.merge import _epoch
+    from analysis.shards import stamp_epoch
 
-    os.utime(log, (_epoch(later) + 60, _epoch(later) + 60))
+    os.utime(log, (stamp_epoch(later) + 60, stamp_epoch(later) + 60))
     out = tmp_path / "merged.json"
     code, err = _merge(capsys, XVER_32, log, "-o", out, "--prefer", "newest")
     assert code == 0, err

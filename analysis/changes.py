@@ -1,0 +1,284 @@
+"""The verdict on each cell and metric of two runs, and where each phase's change went.
+
+Per metric, the change of the median over rounds (``median_of_rounds``), a noise floor (the
+larger of a floor in seconds and either side's interquartile range, ``scipy.stats.iqr``) and a
+two-sided Mann-Whitney U test of the rounds (``scipy.stats.mannwhitneyu``; H. B. Mann and D. R.
+Whitney, *Ann. Math. Statist.* 18, 1947), exact up to ``EXACT_MAX_ARRANGEMENTS``; with a status
+per cell for rounds failed, skipped or missing on a side. ``analysis.compare``'s docstring
+states the rules the gate applies; ``failing_changes`` applies them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from analysis.metrics import (
+    NO_SUBPHASE,
+    RESIDUAL,
+    TOTAL,
+    cell_of_boot,
+    median_of_rounds,
+    median_of_values,
+    metric_values,
+)
+from harness.schema import PHASE_BY_NAME, PHASE_NAMES, BootResult
+
+__all__ = ["EXACT_MAX_ARRANGEMENTS", "FAILING", "MISSING", "POSSIBLE", "CellChange",
+           "DetailChange", "compare_results", "detail_changes", "failing_changes",
+           "metric_change", "min_two_sided_p", "where_changes_went"]
+
+
+@dataclass
+class CellChange:
+    """One cell's metric in two runs: the medians, the change, the noise floor, the test and
+    the status it earns."""
+
+    cell: str
+    metric: str
+    base_median_s: float | None
+    new_median_s: float | None
+    change_s: float | None
+    change_rel: float | None
+    noise_floor_s: float
+    n_base: int
+    n_new: int
+    p_value: float | None
+    min_attainable_p: float | None
+    significant: bool
+    status: str  # regression, improvement, possible regression, possible improvement,
+    #              no change, failed in new, failures grew, fixed in new, only in base,
+    #              not measured in new, skips grew, metric lost, only in new
+    note: str = ""
+
+
+# Statuses that fail the gate; MISSING ones unless --allow-missing, POSSIBLE with --strict.
+FAILING = frozenset({"regression", "failed in new", "failures grew"})
+MISSING = frozenset({"only in base", "not measured in new", "skips grew", "metric lost"})
+POSSIBLE = frozenset({"possible regression"})
+
+# Up to this many arrangements of the rounds (C(n1 + n2, n1); 8 vs 8 rounds: 12870) the
+# Mann-Whitney p is computed exactly by enumerating them (ties handled exactly); 10 vs 10
+# (184756) takes over a second per metric. Beyond it the smallest attainable p is below
+# 1e-4, far from any alpha, and scipy's default (exact without ties, else the tie-corrected
+# normal approximation) is close enough.
+EXACT_MAX_ARRANGEMENTS = 20_000
+
+
+def min_two_sided_p(n1: int, n2: int) -> float:
+    """The smallest two-sided p an exact Mann-Whitney test of n1 vs n2 rounds can give."""
+    # The most extreme arrangement: 2 / C(n1 + n2, n1). Ties across the two sides can only
+    # raise the smallest p, never lower it.
+    return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+
+
+def _mann_whitney_p(new: list[float], base: list[float]) -> float:
+    """Two-sided Mann-Whitney p, exact (ties included) for the round counts a gate runs."""
+    from scipy import stats
+
+    if len(set(base) | set(new)) == 1:
+        return 1.0
+    if math.comb(len(base) + len(new), len(base)) <= EXACT_MAX_ARRANGEMENTS:
+        # n_resamples=inf: every distinct arrangement is enumerated, a deterministic exact p.
+        method: Any = stats.PermutationMethod(n_resamples=math.inf)
+    else:
+        method = "auto"
+    p = float(stats.mannwhitneyu(new, base, alternative="two-sided", method=method).pvalue)
+    # No arrangement of the rounds can give less; an approximation must not claim less.
+    return max(p, min_two_sided_p(len(base), len(new)))
+
+
+def metric_change(cell: str, metric: str, base: list[float], new: list[float], *,
+                  threshold: float, floor_s: float, alpha: float) -> CellChange:
+    """The verdict on one metric of one cell, from both sides' round values (none empty)."""
+    from scipy import stats
+
+    mb, mn = median_of_values(base), median_of_values(new)
+    change = mn - mb
+    rel = change / mb if mb > 0 else (math.inf if change > 0 else 0.0)
+    spread = max((float(stats.iqr(v)) for v in (base, new) if len(v) >= 2), default=0.0)
+    noise = max(floor_s, spread)
+    p = min_p = None
+    significant = False
+    note = ""
+    if len(base) >= 2 and len(new) >= 2:
+        min_p = min_two_sided_p(len(base), len(new))
+        p = _mann_whitney_p(new, base)
+        significant = p < alpha and min_p < alpha
+        if min_p >= alpha:
+            note = (f"{len(base)} vs {len(new)} rounds: the test cannot reach p < {alpha} "
+                    f"(smallest possible p {min_p:.2f}); --strict fails on the change instead")
+    else:
+        note = "one round on a side: no test; never called significant"
+    beyond = abs(change) > noise and abs(rel) > threshold
+    if not beyond:
+        status = "no change"
+    elif change > 0:
+        status = "regression" if significant else "possible regression"
+    else:
+        status = "improvement" if significant else "possible improvement"
+    return CellChange(cell, metric, mb, mn, change, rel, noise, len(base), len(new), p, min_p,
+                      significant, status, note)
+
+
+def _share(boots: list[BootResult], state: str) -> tuple[int, float]:
+    count = sum(b.state == state for b in boots)
+    return count, count / len(boots) if boots else 0.0
+
+
+def compare_results(base: list[BootResult], new: list[BootResult], *, threshold: float = 0.10,
+                    floor_s: float = 0.05, alpha: float = 0.05) -> list[CellChange]:
+    """Every cell and metric of two runs, with its change, noise floor and test.
+
+    ``base`` and ``new`` hold every round (``read_results(..., all_rounds=True)``). Besides
+    one entry per cell and metric, a cell gets a ``failures`` entry when its share of failed
+    rounds grew, and a ``total`` entry with a status but no times when one side has no
+    measured round (``only in base``, ``failed in new``, ...).
+    """
+    def by_cell(boots: list[BootResult]) -> dict[str, list[BootResult]]:
+        out: dict[str, list[BootResult]] = {}
+        for b in boots:
+            out.setdefault(cell_of_boot(b), []).append(b)
+        return out
+
+    cells_base, cells_new = by_cell(base), by_cell(new)
+    changes = []
+    for cell in sorted(set(cells_base) | set(cells_new)):
+        b_all, n_all = cells_base.get(cell, []), cells_new.get(cell, [])
+        b_ok = [b for b in b_all if b.state == "measured"]
+        n_ok = [b for b in n_all if b.state == "measured"]
+
+        def flat(status: str, note: str = "", metric: str = TOTAL) -> CellChange:
+            return CellChange(cell, metric, None, None, None, None, 0.0, len(b_ok), len(n_ok),
+                              None, None, False, status, note)
+
+        if not b_all:
+            changes.append(flat("only in new"))
+            continue
+        if not n_all:
+            if b_ok:
+                changes.append(flat("only in base", "BASE measured it, NEW has no boot of it"))
+            else:  # nothing was lost: BASE never measured it either
+                changes.append(flat("no change", "never measured in BASE, absent from NEW"))
+            continue
+        errors = "; ".join(sorted({b.error for b in n_all if b.error}))[:200]
+        if b_ok and not n_ok:
+            if any(b.state == "failed" for b in n_all):
+                changes.append(flat("failed in new", errors))
+            else:  # every NEW round skipped (a page-cache state not reached): not measured
+                reasons = "; ".join(sorted({b.skip_reason for b in n_all if b.skip_reason}))
+                changes.append(flat("not measured in new", reasons[:200]))
+            continue
+        # Some rounds failing where fewer (or none) failed before is a regression even when
+        # the rounds that did boot are as fast: a flaky start-up is worse than a slow one.
+        (fb, rb), (fn, rn) = _share(b_all, "failed"), _share(n_all, "failed")
+        if rn > rb:
+            changes.append(flat("failures grew", f"failed rounds: base {fb}/{len(b_all)}, "
+                                f"new {fn}/{len(n_all)}" + (f": {errors}" if errors else ""),
+                                metric="failures"))
+        # Rounds skipped (a page-cache state not reached) are rounds not measured: fewer of
+        # them in NEW is a weaker comparison the gate must not pass without a word.
+        (sb, qb), (sn, qn) = _share(b_all, "skipped"), _share(n_all, "skipped")
+        if qn > qb:
+            reasons = "; ".join(sorted({b.skip_reason for b in n_all if b.skip_reason}))
+            changes.append(flat("skips grew", f"skipped rounds: base {sb}/{len(b_all)}, new "
+                                f"{sn}/{len(n_all)}" + (f": {reasons[:200]}" if reasons else ""),
+                                metric="skips"))
+        if n_ok and not b_ok:
+            changes.append(flat("fixed in new"))
+            continue
+        if not b_ok:
+            changes.append(flat("no change", "no round measured on either side"))
+            continue
+        wall = all(b.wall_s is not None for b in b_ok + n_ok)
+        for metric in (*PHASE_NAMES, TOTAL):
+            bv, nv = metric_values(b_ok, metric, wall), metric_values(n_ok, metric, wall)
+            if bv and not nv:  # BASE measured it, no NEW round did (or only NaN/inf)
+                changes.append(flat("metric lost", f"{metric}: measured in BASE, in no "
+                                    "measured round of NEW", metric=metric))
+                continue
+            if not bv or not nv:
+                continue
+            changes.append(metric_change(cell, metric, bv, nv, threshold=threshold,
+                                         floor_s=floor_s, alpha=alpha))
+    return changes
+
+
+@dataclass
+class DetailChange:
+    """Where a phase's change went: one sub-phase, the phase's part in no sub-phase, or the
+    residual (``phase`` None), each the change of its median over rounds. Never gated."""
+
+    cell: str
+    phase: str | None
+    part: str  # a sub-phase's own name, NO_SUBPHASE or RESIDUAL
+    base_median_s: float
+    new_median_s: float
+    change_s: float
+
+
+def detail_changes(base: list[BootResult], new: list[BootResult]) -> list[DetailChange]:
+    """Per cell measured on both sides: each phase's sub-phases and its part in no sub-phase
+    (where the sub-phases do not overlap), then the residual, with their changes."""
+    sides: dict[str, tuple[list[BootResult], list[BootResult]]] = {}
+    for i, boots in enumerate((base, new)):
+        for b in boots:
+            if b.state == "measured":
+                sides.setdefault(cell_of_boot(b), ([], []))[i].append(b)
+    out = []
+    for cell in sorted(sides):
+        b_ok, n_ok = sides[cell]
+        if not b_ok or not n_ok:
+            continue
+        for phase in PHASE_NAMES:
+            parts = [f"{phase}.{s}" for s in PHASE_BY_NAME[phase].subphases]
+            rest = f"{phase}.{NO_SUBPHASE}"
+            # The remainder only where every round of both sides has one.
+            whole = all(len(metric_values(ok, rest, False)) == sum(
+                b.phases.get(phase) is not None and any(
+                    k.split(".")[0] == phase and v is not None for k, v in b.subphases.items())
+                for b in ok) for ok in (b_ok, n_ok))
+            for metric in (*parts, *([rest] if whole else [])):
+                mb, mn = median_of_rounds(b_ok, metric), median_of_rounds(n_ok, metric)
+                if mb is not None and mn is not None:
+                    out.append(DetailChange(cell, phase, metric.split(".", 1)[1], mb, mn,
+                                            mn - mb))
+        mb, mn = median_of_rounds(b_ok, RESIDUAL), median_of_rounds(n_ok, RESIDUAL)
+        if mb is not None and mn is not None:
+            out.append(DetailChange(cell, None, RESIDUAL, mb, mn, mn - mb))
+    return out
+
+
+def where_changes_went(changes: list[CellChange], details: list[DetailChange]
+                       ) -> dict[tuple[str, str], str]:
+    """(cell, phase) -> one line for each phase whose verdict is a change: its sub-phases'
+    changes and how much of it is in no sub-phase ("+0.88 s of +0.90 s is in no
+    sub-phase"), or that its sub-phases overlap and leave no remainder to state."""
+    out = {}
+    for c in changes:
+        if c.metric not in PHASE_NAMES or c.change_s is None or c.status == "no change" \
+                or not PHASE_BY_NAME[c.metric].subphases:
+            continue
+        mine = [d for d in details if d.cell == c.cell and d.phase == c.metric]
+        subs = [d for d in mine if d.part != NO_SUBPHASE]
+        rest = next((d for d in mine if d.part == NO_SUBPHASE), None)
+        line = f"{c.metric} {c.change_s:+.2f} s"
+        if subs:
+            line += ": sub-phases " + ", ".join(f"{d.part} {d.change_s:+.2f}" for d in subs)
+        if rest is None:
+            line += ("; its sub-phases overlap (stretches of several processes), so how much "
+                     "of it is in none is not known" if subs else ": no sub-phase measured")
+        else:
+            mostly = abs(rest.change_s) > abs(c.change_s) / 2
+            line += (f"; {rest.change_s:+.2f} s of {c.change_s:+.2f} s is in no sub-phase"
+                     + (" (most of the change)" if mostly else ""))
+        out[(c.cell, c.metric)] = line
+    return out
+
+
+def failing_changes(changes: list[CellChange], *, strict: bool = False,
+                    allow_missing: bool = False) -> list[CellChange]:
+    """The changes that fail the gate (see ``analysis.compare``'s docstring)."""
+    failing = FAILING | (set() if allow_missing else MISSING) | (POSSIBLE if strict else set())
+    return [c for c in changes if c.status in failing]
