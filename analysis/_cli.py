@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from analysis.errors import FeatureError
 from analysis.model import FitError
+from coldstart import program_name
 from harness.schema import SchemaError
 
 # Input problems a user can fix: reported as one line, exit code 2, no traceback. The OS
@@ -31,7 +32,10 @@ class ArgumentParser(argparse.ArgumentParser):
 
 def run_cli(prog: str, main: Callable[[list[str] | None], int],
             argv: list[str] | None = None) -> int:
-    """Run ``main``; turn an input error into ``prog: error: <one line>`` and exit code 2."""
+    """Run ``main``; turn an input error into ``prog: error: <one line>`` and exit code 2.
+    ``prog`` is the module (``analysis.fit``); run by the front door, the line names the
+    verb (``coldstart fit: error: ...``)."""
+    prog = program_name(prog, plain=prog)
     try:
         return main(argv)
     except (*USER_ERRORS, InputError) as exc:

@@ -84,6 +84,7 @@ from analysis.metrics import (
     median_of_rounds,
     metric_values,
 )
+from coldstart import program_name
 from harness.schema import BootResult, SchemaError, read_results
 
 # The verdicts live in analysis.changes, a metric's round values in analysis.metrics: every
@@ -104,15 +105,6 @@ def vllm_versions(doc: dict[str, Any], boots: list[BootResult]) -> str:
         v = info.get("vllm_version") or (info.get("coldstart") or {}).get("vllm")
         found = [v] if v else []
     return ", ".join(found) or "unknown"
-
-
-# The names other modules and tests used before they had public ones (analysis.report still
-# reads _cell, _metric_values and _versions from here); kept while a caller may use them.
-_cell = cell_of_boot
-_change = metric_change
-_metric_values = metric_values
-_min_two_sided_p = min_two_sided_p
-_versions = vllm_versions
 
 
 def _load(path: str) -> tuple[dict[str, Any], list[BootResult]]:
@@ -197,7 +189,7 @@ def prepare(base_path: str, new_path: str, *, force: bool = False) -> Prepared:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m analysis.compare",
+    parser = ArgumentParser(prog=program_name("analysis.compare"),
                                      description="Compare two runs phase by phase.")
     parser.add_argument("base")
     parser.add_argument("new")

@@ -66,6 +66,7 @@ from analysis.model_folder import (
     from_model_dir,
 )
 from analysis.study_features import read_study_models_config, study_entry_features
+from coldstart import program_name
 from harness.schema import read_results
 
 __all__ = [
@@ -97,16 +98,11 @@ __all__ = [
     "trait_kind",
 ]
 
-# The name analysis.predict imported before it had a public one; kept while a branch may
-# still import it.
-_TORCH_DTYPE_BYTES = TORCH_DTYPE_BYTES
-
-
 def main(argv: list[str] | None = None) -> int:
     """``python -m analysis.features RESULT.json ... -o features.json``: the features of every
     model in the result files, read from their model folders, as a file ``--features`` takes
     (so a fit can be repeated where the model folders are not)."""
-    ap = ArgumentParser(prog="python -m analysis.features", description=main.__doc__)
+    ap = ArgumentParser(prog=program_name("analysis.features"), description=main.__doc__)
     ap.add_argument("results", nargs="+")
     ap.add_argument("-o", "--out", required=True)
     args = ap.parse_args(argv)

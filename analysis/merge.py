@@ -50,6 +50,7 @@ from analysis.shards import (
     read_shard,
     stamp_epoch,
 )
+from coldstart import program_name
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs, write_document
 
 # Reading a shard is analysis.shards'; its names stay importable from here.
@@ -239,7 +240,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog="python -m analysis.merge",
+    parser = ArgumentParser(prog=program_name("analysis.merge"),
                             description="Merge the shards of one matrix into one run.")
     parser.add_argument("inputs", nargs="+", type=Path,
                         help="shard documents (--benchmark-json) and cells logs (*.cells.jsonl)")

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import CONFIG_FIELDS, config_label
 from analysis.features import (
-    _TORCH_DTYPE_BYTES,
+    TORCH_DTYPE_BYTES,
     ModelFeatures,
     feature_value,
     load_features,
@@ -230,7 +230,7 @@ def _field_kind(name: str) -> type | None:
 def _override_value(item: str, name: str, value: str) -> int | bool | str:
     kind = _field_kind(name)
     if name == "dtype":
-        dtypes = sorted(_TORCH_DTYPE_BYTES)
+        dtypes = sorted(TORCH_DTYPE_BYTES)
         if value.replace("torch.", "") not in dtypes:
             raise InputError(f"--set {item!r}: not a dtype ({', '.join(dtypes)})")
         return value

@@ -90,13 +90,13 @@ def _round_plots(base: list[BootResult], new: list[BootResult],
                  changes: list[Any]) -> list[tuple[str, Any]]:
     """(cell, plot of its base and new rounds) for each cell measured on both sides, the
     gravest verdict first."""
-    from analysis.compare import _cell
+    from analysis.metrics import cell_of_boot
 
     by_cell: dict[str, tuple[list[BootResult], list[BootResult]]] = {}
     for side, boots in ((0, base), (1, new)):
         for b in boots:
             if b.state == "measured":
-                by_cell.setdefault(_cell(b), ([], []))[side].append(b)
+                by_cell.setdefault(cell_of_boot(b), ([], []))[side].append(b)
     out = []
     for cell in sorted(by_cell, key=lambda k: min(
             (_RANK.get(c.status, 99) for c in changes if c.cell == k), default=99)):
@@ -138,7 +138,7 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
     # Both runs' machines, versions and commits, row by row, the rows that differ marked.
     sides = []
     for doc, boots in ((run.base_doc, run.base), (run.new_doc, run.new)):
-        cells = [Cell(compare._cell(b), cell_axes(b), b, [b]) for b in boots]
+        cells = [Cell(compare.cell_of_boot(b), cell_axes(b), b, [b]) for b in boots]
         sides.append((command_facts(doc, cells), dict(machine_rows(doc, cells))))
     keys = list(dict.fromkeys([*sides[0][1], *sides[1][1]]))
     machine = [[k, sides[0][1].get(k, "-"), sides[1][1].get(k, "-")] for k in keys]
@@ -146,8 +146,8 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
         "report_comparison.html.j2",
         title=f"vllm-coldstart: {Path(base_path).name} vs {Path(new_path).name}",
         base_path=str(base_path), new_path=str(new_path),
-        v_base=compare._versions(run.base_doc, run.base),
-        v_new=compare._versions(run.new_doc, run.new),
+        v_base=compare.vllm_versions(run.base_doc, run.base),
+        v_new=compare.vllm_versions(run.new_doc, run.new),
         failing=bool(failing),
         verdict=(f"The gate fails: {len(failing)} change(s) fail it (analysis.compare exits 1)"
                  if failing else

@@ -232,17 +232,18 @@ def fig_compare(cell: str, base: list[BootResult], new: list[BootResult],
     """Base and new rounds side by side, one panel per metric with its own scale; the
     bar is the median of the rounds (``analysis.compare.median_of_rounds``)."""
     # compare's own per-round values and median, so the points are what its test compared.
-    from analysis.compare import TOTAL, _metric_values, median_of_rounds
+    from analysis.compare import TOTAL, median_of_rounds
+    from analysis.metrics import metric_values
 
     plt = _plt()
     wall = all(b.wall_s is not None for b in base + new)
     metrics = [m for m in (*PHASE_NAMES, TOTAL)
-               if _metric_values(base, m, wall) and _metric_values(new, m, wall)]
+               if metric_values(base, m, wall) and metric_values(new, m, wall)]
     fig, axs = plt.subplots(1, max(len(metrics), 1), figsize=(min(1.9 * len(metrics) + 1, 15),
                                                                 2.4), squeeze=False)
     for ax, m in zip(axs[0], metrics):
         for x, boots, color in ((0, base, "#1f77b4"), (1, new, "#ff7f0e")):
-            values = _metric_values(boots, m, wall)
+            values = metric_values(boots, m, wall)
             ax.scatter([x] * len(values), values, color=color, s=16, zorder=3)
             ax.plot([x - 0.25, x + 0.25], [median_of_rounds(boots, m)] * 2,
                     color="black")

@@ -42,14 +42,13 @@ from benchmarks.matrix import (
     select,
     split_values,
 )
+from benchmarks.resume import resumable_entries
 from benchmarks.split import ShardPlugin
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
     STATS_TIMER,
     BootResult,
-    SchemaError,
-    gpu_models,
     matrix_cells,
     measured_walls,
     name_runs,
@@ -57,10 +56,6 @@ from harness.schema import (
     wall_stats,
     write_document,
 )
-
-# machine_info.coldstart facts two runs must share for one's cells to stand in for the
-# other's (gpu_models is read from its gpus by _resume_facts)
-RESUME_MUST_MATCH = ("platform", "vllm", "torch", "cpu_model", "cpu_count", "gpu_models")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -161,7 +156,9 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"--budget-baseline {exc}") from None
     resume = config.getoption("resume")
-    config._coldstart_resumed = _resumable_entries(config, resume) if resume else {}
+    config._coldstart_resumed = {} if not resume else resumable_entries(
+        resume, rounds=run_setting(config, "rounds"),
+        any_machine=config.getoption("resume_any_machine"))
     config._coldstart_signals = _stop_cleanly_on_signals()
 
 
@@ -280,52 +277,6 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
         config.pluginmanager.register(ShardPlugin(open_session, run_setting(config, "rounds")),
                                       "coldstart-shard")
-
-
-def _resume_facts(machine_info: Any) -> dict[str, Any]:
-    """The RESUME_MUST_MATCH facts of a document's ``machine_info.coldstart``.
-
-    The GPUs are compared by model (``harness.schema.gpu_models``, as analysis.dataset does):
-    how many were visible does not change how one boots, another model does.
-    """
-    facts = machine_info.get(DOCUMENT_KEY) if isinstance(machine_info, dict) else None
-    facts = facts if isinstance(facts, dict) else {}
-    models = gpu_models(facts.get("gpus"))
-    return {k: models if k == "gpu_models" else facts.get(k) for k in RESUME_MUST_MATCH}
-
-
-def _resumable_entries(config: pytest.Config, path: Path) -> dict[str, dict[str, Any]]:
-    from benchmarks.check import read_document
-
-    try:
-        doc = read_document(path)
-    except SchemaError as exc:
-        raise pytest.UsageError(f"--resume {exc}") from None
-    # A cell's rounds are part of its result: one boot does not stand in for a median of three.
-    meta = doc.get(DOCUMENT_KEY)
-    theirs_rounds = meta.get("rounds") if isinstance(meta, dict) else None
-    if theirs_rounds is None:
-        raise pytest.UsageError(f"--resume {path}: no {DOCUMENT_KEY}.rounds: not the JSON of "
-                                "`pytest benchmarks/ --benchmark-json`")
-    if theirs_rounds != run_setting(config, "rounds"):
-        raise pytest.UsageError(f"--resume {path}: measured with --rounds {theirs_rounds}, "
-                                f"this run asks for --rounds {run_setting(config, 'rounds')}")
-    if not config.getoption("resume_any_machine"):
-        from benchmarks.provenance import machine_facts
-
-        theirs = _resume_facts(doc.get("machine_info"))
-        ours = _resume_facts({DOCUMENT_KEY: machine_facts()})
-        differ = {k: (theirs[k], ours[k]) for k in RESUME_MUST_MATCH if theirs[k] != ours[k]}
-        if differ:
-            raise pytest.UsageError(f"--resume {path}: measured elsewhere ({differ}); "
-                                    "pass --resume-any-machine to reuse its cells anyway")
-    out = {}
-    for entry in doc["benchmarks"]:  # each an object with an extra_info object: read_document
-        params, extra = entry.get("params"), entry["extra_info"]
-        if (isinstance(params, dict) and set(AXES) <= set(params)
-                and extra.get("state") == "measured" and extra.get("checks_failed") == []):
-            out[cell_from_params(params).id] = entry
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -44,6 +44,7 @@ from benchmarks._rounds import (
     stop_on_sigterm,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
+from coldstart import program_name
 from harness.schema import (
     PHASE_NAMES,
     BootResult,
@@ -243,7 +244,7 @@ def write_history(paths: list[Path], out_dir: Path, png: Path | None, *, title: 
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.history",
+    ap = argparse.ArgumentParser(prog=program_name("benchmarks.history"),
                                  description=__doc__.splitlines()[0])
     ap.add_argument("--versions", help="comma-separated releases: VERSION (of --package) or "
                                        "NAME==VERSION")

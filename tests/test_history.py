@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from analysis.compare import compare_results
 from benchmarks import history
 from benchmarks._envs import Release

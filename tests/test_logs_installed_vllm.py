@@ -14,7 +14,6 @@ import pytest
 
 from harness.logs import scan_lines
 
-
 # ------------------------------------------------------- the installed vLLM's own strings
 # (file under the vllm package, a phrase of the format string, what the line must give).
 # The format strings are read from the source with ast, rendered with sample values and fed

@@ -1,0 +1,65 @@
+"""``--resume out.json``: which cells of a saved run this run may carry over instead of
+booting them again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.check import read_document
+from benchmarks.matrix import AXES, cell_from_params
+from benchmarks.provenance import machine_facts
+from harness.schema import DOCUMENT_KEY, SchemaError, gpu_models
+
+__all__ = ["RESUME_MUST_MATCH", "resume_facts", "resumable_entries"]
+
+# machine_info.coldstart facts two runs must share for one's cells to stand in for the
+# other's (gpu_models is read from its gpus by _resume_facts)
+RESUME_MUST_MATCH = ("platform", "vllm", "torch", "cpu_model", "cpu_count", "gpu_models")
+
+
+def resume_facts(machine_info: Any) -> dict[str, Any]:
+    """The RESUME_MUST_MATCH facts of a document's ``machine_info.coldstart``.
+
+    The GPUs are compared by model (``harness.schema.gpu_models``, as analysis.dataset does):
+    how many were visible does not change how one boots, another model does.
+    """
+    facts = machine_info.get(DOCUMENT_KEY) if isinstance(machine_info, dict) else None
+    facts = facts if isinstance(facts, dict) else {}
+    models = gpu_models(facts.get("gpus"))
+    return {k: models if k == "gpu_models" else facts.get(k) for k in RESUME_MUST_MATCH}
+
+
+def resumable_entries(path: Path, *, rounds: int, any_machine: bool) -> dict[str, dict[str, Any]]:
+    """The cells of the run at ``path`` that this run may carry over (``--resume``): measured,
+    every check passed, by cell id; refused (one line) for another ``--rounds`` or, unless
+    ``any_machine``, another machine or vLLM."""
+    try:
+        doc = read_document(path)
+    except SchemaError as exc:
+        raise pytest.UsageError(f"--resume {exc}") from None
+    # A cell's rounds are part of its result: one boot does not stand in for a median of three.
+    meta = doc.get(DOCUMENT_KEY)
+    theirs_rounds = meta.get("rounds") if isinstance(meta, dict) else None
+    if theirs_rounds is None:
+        raise pytest.UsageError(f"--resume {path}: no {DOCUMENT_KEY}.rounds: not the JSON of "
+                                "`pytest benchmarks/ --benchmark-json`")
+    if theirs_rounds != rounds:
+        raise pytest.UsageError(f"--resume {path}: measured with --rounds {theirs_rounds}, "
+                                f"this run asks for --rounds {rounds}")
+    if not any_machine:
+        theirs = resume_facts(doc.get("machine_info"))
+        ours = resume_facts({DOCUMENT_KEY: machine_facts()})
+        differ = {k: (theirs[k], ours[k]) for k in RESUME_MUST_MATCH if theirs[k] != ours[k]}
+        if differ:
+            raise pytest.UsageError(f"--resume {path}: measured elsewhere ({differ}); "
+                                    "pass --resume-any-machine to reuse its cells anyway")
+    out = {}
+    for entry in doc["benchmarks"]:  # each an object with an extra_info object: read_document
+        params, extra = entry.get("params"), entry["extra_info"]
+        if (isinstance(params, dict) and set(AXES) <= set(params)
+                and extra.get("state") == "measured" and extra.get("checks_failed") == []):
+            out[cell_from_params(params).id] = entry
+    return out
