@@ -115,3 +115,10 @@ def test_the_example_matrices_and_shipped_predictors_validate():
     for path in shipped:
         for g in json.loads(path.read_text())["groups"]:
             group.validate(g)
+
+
+def test_the_readme_lists_every_verb():
+    text = (ROOT / "README.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines()
+            if line.startswith("| `")}
+    assert set(VERBS) <= rows, set(VERBS) - rows
