@@ -98,6 +98,7 @@ def test_an_exported_variable_wins_over_the_fixture_default_and_says_so(tmp_path
     assert "dtype" not in user.effective_engine_kwargs()
 
 
+@pytest.mark.slow  # loads the installed vLLM's engine arguments for each file: a minute
 def test_the_readme_example_matrices_are_valid_for_the_installed_vllm():
     pytest.importorskip("vllm")
     from benchmarks.matrix import load_plan
