@@ -28,10 +28,12 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from analysis.feature_model import ModelFeatures
+from analysis._cli import InputError
+from analysis.feature_model import ModelFeatures, feature_parts
 
-__all__ = ["LOAD_BANDWIDTH_FEATURE", "boot_load_bandwidth", "row_load_bandwidth",
-           "training_bandwidth", "with_load_bandwidth"]
+__all__ = ["LOAD_BANDWIDTH_FEATURE", "boot_load_bandwidth", "predicted_storage",
+           "row_load_bandwidth", "training_bandwidth", "uses_load_bandwidth",
+           "with_load_bandwidth"]
 
 LOAD_BANDWIDTH_FEATURE = "weight_bytes_over_load_bandwidth"
 
@@ -72,3 +74,45 @@ def training_bandwidth(features: Iterable[ModelFeatures]) -> dict[str, Any] | No
     return {"median_bytes_per_s": float(statistics.median(values)),
             "min_bytes_per_s": float(min(values)), "max_bytes_per_s": float(max(values)),
             "n": len(values)}
+
+
+def uses_load_bandwidth(group: dict[str, Any]) -> bool:
+    """Whether a predictor group (``analysis.predict``) has a fitted line on the bandwidth."""
+    return any(raw.get("status") == "fit" and raw.get("feature")
+               and "load_bandwidth" in feature_parts(raw["feature"])
+               for raw in group["phases"].values())
+
+
+def predicted_storage(group: dict[str, Any], features: ModelFeatures,
+                      load_gbps: float | None) -> tuple[ModelFeatures, str | None]:
+    """The features a prediction uses, with the storage it assumes, and the line saying so.
+
+    ``load_gbps`` (GB/s, the operator's storage) wins; else a bandwidth the features carry
+    (``--set`` or a features file); else the training boots' median (the predictor file's
+    ``load_bandwidth``). None for the line when no line of ``group`` depends on storage.
+
+    Raises
+    ------
+    InputError
+        ``load_gbps`` is not positive, or a line needs a bandwidth and none is known.
+    """
+    if load_gbps is not None and not load_gbps > 0:
+        raise InputError(f"--load-gbps {load_gbps}: must be > 0")
+    if not uses_load_bandwidth(group):
+        return features, None
+    if load_gbps is not None:
+        return (with_load_bandwidth(features, load_gbps * 1e9),
+                f"load bandwidth: {load_gbps:g} GB/s (--load-gbps)")
+    if features.load_bandwidth is not None:
+        return features, (f"load bandwidth: {features.load_bandwidth / 1e9:.3g} GB/s (from "
+                          "the model's features)")
+    known = group.get("load_bandwidth")
+    if not known:
+        raise InputError("the model_loading line is fitted on the load bandwidth and the "
+                         "predictor records none: give your storage's with --load-gbps GBPS")
+    median = known["median_bytes_per_s"]
+    return (with_load_bandwidth(features, median),
+            f"load bandwidth: {median / 1e9:.3g} GB/s, the median of the {int(known['n'])} "
+            f"training boots ({known['min_bytes_per_s'] / 1e9:.3g}-"
+            f"{known['max_bytes_per_s'] / 1e9:.3g} GB/s); give your storage's with "
+            "--load-gbps GBPS (a page cache holding the files loads far faster)")
