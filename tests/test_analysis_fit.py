@@ -43,8 +43,9 @@ def acceptance(tmp_path_factory, study_reference: Path) -> dict:
 # - no line set aside more models than the outlier screening may (20 %), so r is over at least
 #   80 % of the training models;
 # - features chosen on the training models only, the lowest trimmed LOO score winning.
-# The max-error target (the study's 2.08 s) is missed today (docs/analysis.md); no test
-# asserts the miss.
+# The held-out max error (1.23 s with the storage an input, method change 3 in
+# docs/analysis.md) is not asserted: the nested leave-one-model-out target of issue 19
+# (<= 3 s over all 22 models) is missed (7.76 s, tests/test_fit_lomo.py asserts what holds).
 def _fisher_interval(r: float, n: int) -> tuple[float, float]:
     from scipy import stats
 
