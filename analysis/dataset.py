@@ -8,7 +8,8 @@ only how long it takes, so one line per phase across them would mix physics; a p
 file holds one set of phase models per configuration and ``predict`` picks one.
 
 Within a configuration, several cells or rounds of the same model are reduced to their median
-per phase (failed and skipped boots are counted, never fitted).
+per phase (failed and skipped boots are counted, never fitted), and the model's features get
+the boots' median load bandwidth (``analysis.storage``): the storage is a feature of the boot.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, NamedTuple
 
 from analysis.feature_model import ModelFeatures
 from analysis.model_folder import boot_features
+from analysis.storage import row_load_bandwidth
 from harness.schema import PHASE_NAMES, BootResult, gpu_models, read_json, read_results
 
 __all__ = ["CONFIG_FIELDS", "MERGED_KEY", "Row", "Dataset", "build_dataset", "cell_identities",
@@ -210,7 +212,8 @@ def build_dataset(results: list[BootResult], features: dict[str, ModelFeatures],
                      for s in subnames}
         wall = _median([b.wall_s for b in boots if b.wall_s is not None])
         rows.append(Row(model, key, phases, {k: v for k, v in subphases.items() if v is not None},
-                        wall, _features_for(boots[0], features, cache), len(boots)))
+                        wall, row_load_bandwidth(boots, _features_for(boots[0], features, cache)),
+                        len(boots)))
     return Dataset(rows, not_measured, inputs)
 
 

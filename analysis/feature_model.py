@@ -14,14 +14,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from analysis.errors import FeatureError
 
-__all__ = ["FEATURE_UNITS", "GIB", "TRAIT_KINDS", "Count", "ModelFeatures", "feature_unit",
-           "feature_value", "trait_kind"]
+__all__ = ["FEATURE_UNITS", "GIB", "TRAIT_KINDS", "Count", "ModelFeatures", "feature_parts",
+           "feature_unit", "feature_value", "trait_kind"]
 
 GIB = 2**30
 
 # Human units for the report and for fitting (coefficients then read as seconds per GiB, per
 # billion parameters, ...). Fitting on scaled features also keeps the design matrix well
-# conditioned. A product feature ``a_x_b`` takes the product of the scales.
+# conditioned. A product feature ``a_x_b`` takes the product of the scales, a ratio
+# ``a_over_b`` their quotient (``weight_bytes_over_load_bandwidth``: GiB / GiB/s = s).
 FEATURE_UNITS: dict[str, tuple[float, str]] = {
     "params": (1e9, "B params"),
     "nominal_params": (1e9, "B params (nominal)"),
@@ -38,6 +39,7 @@ FEATURE_UNITS: dict[str, tuple[float, str]] = {
     "kv_cache_tokens": (1e3, "k KV-cache tokens"),
     "experts": (1.0, "experts"),
     "moe": (1.0, "flag"),
+    "load_bandwidth": (GIB, "GiB/s"),
 }
 
 # Kinds of model a line fitted on plain dense attention models may not describe.
@@ -90,6 +92,10 @@ class ModelFeatures(BaseModel):
     kv_cache_tokens: Count | None = None
     compiled_graph_bytes: Count | None = None
     compiled_graph_method: str | None = None
+    # Bytes per second the boot's weight loading ran at (weight bytes / "Loading weights
+    # took"): the storage tier and its page-cache state, a feature of the boot, not of the
+    # model (analysis.storage). A prediction gives it as the operator's storage.
+    load_bandwidth: Annotated[float, Field(gt=0)] | None = None
     estimated: list[str] = Field(default_factory=list)
 
     def trait_kinds(self) -> list[str]:
@@ -108,14 +114,27 @@ class ModelFeatures(BaseModel):
         return out
 
 
+def feature_parts(name: str) -> list[str]:
+    """The ``ModelFeatures`` fields a (product or ratio) feature is made of."""
+    return [part for ratio in name.split("_over_") for part in ratio.split("_x_")]
+
+
 def feature_value(features: ModelFeatures, name: str) -> float | None:
-    """The value of a (possibly product) feature, in base units, or None when unknown.
+    """The value of a (possibly product or ratio) feature, in base units, or None when unknown.
 
     ``"a_x_b"`` is the product of features ``a`` and ``b`` (for example
-    ``layers_x_capture_sizes``: the number of piecewise graphs captured); ``"constant"`` is 1.
+    ``layers_x_capture_sizes``: the number of piecewise graphs captured); ``"a_over_b"`` is
+    ``a / b`` (``weight_bytes_over_load_bandwidth``: the seconds the weights take at the
+    boot's load bandwidth); ``"constant"`` is 1.
     """
     if name == "constant":
         return 1.0
+    if "_over_" in name:
+        numerator, _, denominator = name.partition("_over_")
+        top, bottom = feature_value(features, numerator), feature_value(features, denominator)
+        if top is None or not bottom:
+            return None
+        return top / bottom
     if "_x_" in name:
         total = 1.0
         for part in name.split("_x_"):
@@ -133,9 +152,16 @@ def feature_value(features: ModelFeatures, name: str) -> float | None:
 
 
 def feature_unit(name: str) -> tuple[float, str]:
-    """Scale and unit label of a feature (the product of its factors' for ``a_x_b``)."""
+    """Scale and unit label of a feature (the product of its factors' for ``a_x_b``, the
+    quotient for ``a_over_b``)."""
     if name == "constant":
         return 1.0, ""
+    if "_over_" in name:
+        numerator, _, denominator = name.partition("_over_")
+        (top, top_unit), (bottom, bottom_unit) = feature_unit(numerator), feature_unit(denominator)
+        if top == bottom and top_unit + "/s" == bottom_unit:
+            return 1.0, "s"
+        return top / bottom, f"{top_unit} / {bottom_unit}"
     scale, labels = 1.0, []
     for part in name.split("_x_"):
         s, label = FEATURE_UNITS.get(part, (1.0, part))

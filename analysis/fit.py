@@ -25,7 +25,9 @@ For every configuration (see ``analysis.dataset``) and every phase this
    *Metron* 1, 1921);
 4. cross-validates the summed prediction leaving one model out at a time (every phase refitted
    without it; the features stay those chosen in step 1, so the figure is slightly
-   optimistic) and, with ``--holdout``, evaluates on models the fit never saw.
+   optimistic) and, with ``--holdout``, evaluates on models the fit never saw;
+5. with ``--lomo``, validates the whole method leaving each model out (held-out ones too):
+   every choice of steps 1-2 made again without it (``analysis.fit_lomo``).
 
 The boot's total is its wall time when every boot has one (the phases plus an unattributed
 ``residual`` fitted as a constant), else the sum of the phases. Error metrics come from
@@ -69,6 +71,7 @@ from analysis.fit_groups import (
     resolve_holdout,
     short_configurations,
 )
+from analysis.fit_lomo import lomo_line, nested_lomo
 from analysis.fit_report import print_terminal, write_markdown
 from analysis.fit_select import (
     CANDIDATE_FEATURES,
@@ -127,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="force a phase's (or sub-phase's) feature instead of choosing "
                              "it; a forced torch_compile is fitted as one phase")
     parser.add_argument("--no-outlier-screening", action="store_true")
+    parser.add_argument("--lomo", action="store_true",
+                        help="nested leave-one-model-out: refit the whole selection without "
+                             "each model (held-out ones too) and predict it; in --json as "
+                             "'lomo', and one line printed")
     parser.add_argument("--out-dir", default="results/fit-report",
                         help="folder for predictor.json, report.md and the plots")
     parser.add_argument("--predictor", help="predictor file (default OUT_DIR/predictor.json)")
@@ -188,17 +195,32 @@ def main(argv: list[str] | None = None) -> int:
         fits, inputs, machine=merged_machine(machines)), indent=2) + "\n")
     md = write_markdown(fits, data, out_dir, plots=not args.no_plots,
                         predictor_path=predictor_path, not_fitted=not_fitted)
+    lomo = _nested_lomo(fits, forced=_parse_forced(args.feature),
+                        outlier_alpha=None if args.no_outlier_screening else 0.05) \
+        if args.lomo else None
     if args.json:
         doc = summary_json(fits, not_fitted=[c.as_json() for c in short.values()])
+        if lomo is not None:
+            doc["lomo"] = lomo[0]
+            for group, figures in zip(doc["groups"], lomo):
+                group["lomo"] = figures
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     if not args.quiet:
         print_terminal(fits, data)
     # Said even with --quiet: a configuration of the input was left out.
     for line in not_fitted:
         print(line)
+    for f, figures in zip(fits, lomo or []):
+        print(("" if len(fits) == 1 else f"{f.label}: ") + lomo_line(figures))
     if not args.quiet:
         print(f"predictor: {predictor_path}  report: {md}")
     return 0
+
+
+def _nested_lomo(fits: list[GroupFit], *, forced: dict[str, str],
+                 outlier_alpha: float | None) -> list[dict[str, Any]]:
+    """``analysis.fit_lomo.nested_lomo`` of every group, over all its models."""
+    return [nested_lomo(f.rows, forced=forced, outlier_alpha=outlier_alpha) for f in fits]
 
 
 def _summarize(boots: list[BootResult], short: list[ShortConfiguration], args: Any) -> int:

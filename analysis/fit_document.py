@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from analysis.fit_groups import GroupFit
+from analysis.storage import training_bandwidth
 from harness.schema import SCHEMA_VERSION
 
 __all__ = ["PREDICTOR_SCHEMA_VERSION", "predictor_document", "summary_json"]
@@ -16,7 +17,10 @@ __all__ = ["PREDICTOR_SCHEMA_VERSION", "predictor_document", "summary_json"]
 # - 2 (2026-12-01): a group's "phases" may hold sub-phases ("torch_compile.dynamo_transform")
 #   in place of their phase; "split" maps such a phase to them. The total is still the sum
 #   of every entry; a phase's prediction is the sum of its sub-phases'.
-PREDICTOR_SCHEMA_VERSION = 2
+# - 3 (2026-12-02): a group's "load_bandwidth" holds the training boots' measured weight
+#   load bandwidth (median, range, count; analysis.storage), what a line on
+#   weight_bytes_over_load_bandwidth assumes when the operator gives no --load-gbps.
+PREDICTOR_SCHEMA_VERSION = 3
 
 
 def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0.05,
@@ -38,6 +42,8 @@ def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0
             "measured_total": f.measured_total,
             "phases": {p: m.model_dump(mode="json") for p, m in f.models.items()},
             "split": f.split,
+            "load_bandwidth": training_bandwidth(r.features for r in f.rows
+                                                 if r.model in f.train),
             # So predict can say when a model is of a kind the lines did not describe.
             "train_traits": {r.model: r.features.traits() for r in f.rows
                              if r.model in f.train and r.features.traits()},

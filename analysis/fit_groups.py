@@ -141,7 +141,7 @@ def _split_pcc(phase: str, subs: list[str], models: dict[str, PhaseModel],
 
 def fit_group(rows: list[Row], *, holdout: list[str] | None = None,
               forced: dict[str, str] | None = None,
-              outlier_alpha: float | None = 0.05) -> GroupFit:
+              outlier_alpha: float | None = 0.05, validate: bool = True) -> GroupFit:
     """Fit every phase of one configuration and evaluate the summed prediction.
 
     Parameters
@@ -150,6 +150,9 @@ def fit_group(rows: list[Row], *, holdout: list[str] | None = None,
     holdout : models kept out of every fit and evaluated at the end.
     forced : ``{phase: feature}`` to skip the selection (``"constant"`` for the intercept).
     outlier_alpha : level of the Bonferroni outlier screening (None: none).
+    validate : cross-validate the summed prediction and fit the study's method beside it
+        (False: the held-out models are evaluated, nothing else; a fold of
+        ``analysis.fit_lomo``).
 
     Raises
     ------
@@ -233,10 +236,12 @@ def fit_group(rows: list[Row], *, holdout: list[str] | None = None,
     fit = GroupFit(key=dict(rows[0].config), train=[r.model for r in train_rows],
                    holdout=[r.model for r in hold_rows], measured_total=how, models=models,
                    selection=selection, pcc=pcc, notes=notes, rows=rows, split=split)
-    fit.cv = cross_validate(train_rows, models, how, outlier_alpha)
+    if validate:
+        fit.cv = cross_validate(train_rows, models, how, outlier_alpha)
     if hold_rows:
         fit.holdout_eval = evaluate_holdout(models, hold_rows, how, split)
-    fit.baseline = study_method_baseline(train_rows, hold_rows)
+    if validate:
+        fit.baseline = study_method_baseline(train_rows, hold_rows)
     return fit
 
 

@@ -35,8 +35,10 @@ CANDIDATE_FEATURES: dict[str, tuple[str, ...]] = {
     "framework_bootstrap": (),
     # the tokenizer file is parsed: its bytes; the vocabulary is the number of entries
     "tokenizer_init": ("tokenizer_bytes", "vocab_size"),
-    # bytes moved from storage to device memory; parameters when bytes are not known
-    "model_loading": ("weight_bytes", "params"),
+    # bytes moved from storage to device memory; parameters when bytes are not known; the
+    # seconds those bytes take at the boot's measured load bandwidth (the storage tier and
+    # page cache as an input, analysis.storage)
+    "model_loading": ("weight_bytes", "params", "weight_bytes_over_load_bandwidth"),
     # generated code loaded (or compiled) per graph piece; one piece per layer
     "torch_compile": ("compiled_graph_bytes", "layers"),
     # the profiling forward pass: FLOPs per token ~ active parameters; weight bytes read;

@@ -35,19 +35,22 @@ from analysis.dataset import CONFIG_FIELDS, config_label
 from analysis.features import (
     TORCH_DTYPE_BYTES,
     ModelFeatures,
+    feature_parts,
     feature_value,
     load_features,
     trait_kind,
 )
 from analysis.model import PhaseModel, Prediction, combine_predictions
 from analysis.predictors import describe_predictor, list_lines, resolve_fit, shipped_names
+from analysis.storage import predicted_storage
 from coldstart import program_name
 from harness.schema import SchemaError, read_json, validation_summary
 
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
            "domain_warnings", "main"]
 
-SUPPORTED_PREDICTOR_VERSIONS = (1, 2)  # 2: sub-phases fitted in place of a phase
+# 2: sub-phases fitted in place of a phase; 3: the training boots' load bandwidth
+SUPPORTED_PREDICTOR_VERSIONS = (1, 2, 3)
 SUPPORTED_PREDICTOR_VERSION = max(SUPPORTED_PREDICTOR_VERSIONS)
 
 
@@ -63,6 +66,7 @@ class PredictorGroup(BaseModel):
     phases: dict[str, PhaseModel]
     split: dict[str, list[str]] = Field(default_factory=dict)
     train_traits: dict[str, list[str]] | None = None  # absent in files written before it
+    load_bandwidth: dict[str, float] | None = None  # analysis.storage.training_bandwidth
 
 
 def _finite(values: list[float]) -> bool:
@@ -75,7 +79,7 @@ def _phase_problem(m: PhaseModel) -> str | None:
         return None
     k = 1 if m.feature is None else 2  # [intercept] or [intercept, slope]
     if m.feature is not None and not all(part in ModelFeatures.model_fields
-                                         for part in m.feature.split("_x_")):
+                                         for part in feature_parts(m.feature)):
         return f"unknown feature {m.feature!r}"
     if len(m.coefficients) != k:
         return f"{len(m.coefficients)} coefficients, a {'constant' if k == 1 else 'line'} has {k}"
@@ -320,6 +324,9 @@ def main(argv: list[str] | None = None) -> int:
                                                    "for the compiled-graph size")
     parser.add_argument("--set", action="append", default=[], metavar="FEATURE=VALUE",
                         help="give or override a feature (e.g. tokenizer_bytes=1842767)")
+    parser.add_argument("--load-gbps", type=float, metavar="GBPS",
+                        help="the storage's weight-loading bandwidth in GB/s (default: the "
+                             "training boots' median, said in the output)")
     parser.add_argument("--name", help="model name to print")
     parser.add_argument("--level", type=float, default=0.95, help="interval level (0.95)")
     parser.add_argument("--json", help="write the prediction as JSON here")
@@ -350,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                              capture_sizes=args.capture_sizes,
                              compile_cache_dir=args.compile_cache_dir, model=args.name)
     features = _apply_overrides(features, args.set)
+    features, storage_line = predicted_storage(group, features, args.load_gbps)
     alpha = 1 - args.level
     parts, total = predict_features(group, features, alpha)
     sums = split_phases(group, parts, alpha)
@@ -373,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         if p.extrapolated:
             flag.append("outside the training range")
         if raw.get("feature") and any(part in features.estimated
-                                      for part in raw["feature"].split("_x_")):
+                                      for part in feature_parts(raw["feature"])):
             flag.append("feature estimated")
         if warnings.get(name):
             flag.append("off the line's kind of model")
@@ -390,6 +398,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, lines in warnings.items():
         for line in lines:
             console.print(f"warning: {name}: {line}")
+    if storage_line:
+        console.print(storage_line, soft_wrap=True)
     if features.estimated:
         console.print("estimated features: " + ", ".join(features.estimated))
     machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
@@ -399,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         out = _as_json(features, group, parts, total, args.level)
         out["machine"] = machine
+        out["storage"] = storage_line
         out["predictor"] = {"name": fit_name, "file": str(fit_path),
                             "provenance": doc.get("provenance")}
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")

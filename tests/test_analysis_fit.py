@@ -43,8 +43,9 @@ def acceptance(tmp_path_factory, study_reference: Path) -> dict:
 # - no line set aside more models than the outlier screening may (20 %), so r is over at least
 #   80 % of the training models;
 # - features chosen on the training models only, the lowest trimmed LOO score winning.
-# The max-error target (the study's 2.08 s) is missed today (docs/analysis.md); no test
-# asserts the miss.
+# The held-out max error (1.23 s with the storage an input, method change 3 in
+# docs/analysis.md) is not asserted: the nested leave-one-model-out target of issue 19
+# (<= 3 s over all 22 models) is missed (7.76 s, tests/test_fit_lomo.py asserts what holds).
 def _fisher_interval(r: float, n: int) -> tuple[float, float]:
     from scipy import stats
 
@@ -168,7 +169,11 @@ def test_study_method_baseline_reproduced(acceptance: dict) -> None:
 def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
     out = acceptance["out"]
     s = acceptance["summary"]
-    assert any("granite4.0-h-32b" in n and "outlier" in n for n in s["notes"]["model_loading"])
+    # granite4.0-h-32b's fast load was its page cache (7.9 GB/s): on the load bandwidth it is
+    # on the model_loading line; the hybrid is set aside where its architecture differs.
+    assert "granite4.0-h-32b" not in s["pcc"]["model_loading"]["outliers"]
+    assert any("granite4.0-h-32b" in n and "outlier" in n
+               for sub in s["split"]["torch_compile"] for n in s["notes"][sub])
     md = (out / "report.md").read_text()
     assert "Where the fit is poor" in md
     # a line whose r falls short of the study's is named there with the study's figure
@@ -179,7 +184,7 @@ def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
         if phase in s["pcc"] and s["pcc"][phase]["feature"] != "constant":
             assert (out / f"phase_{phase}.png").stat().st_size > 1000, phase
     predictor = json.loads((out / "predictor.json").read_text())
-    assert predictor["predictor_schema_version"] == 2
+    assert predictor["predictor_schema_version"] == 3
     phase = predictor["groups"][0]["phases"]["model_loading"]
     assert phase["feature"] == s["features"]["model_loading"] and len(phase["covariance"]) == 2
 
@@ -382,7 +387,7 @@ def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path)
         assert held["phases"][zero]["predicted_s"] == 0.0
         assert g["holdout"]["max_error_s"] < 0.15
     predictor = json.loads((out / "predictor.json").read_text())
-    assert predictor["predictor_schema_version"] == 2
+    assert predictor["predictor_schema_version"] == 3
     assert set(predictor["groups"][0]["split"]) == {"torch_compile"}
     md = (out / "report.md").read_text()
     assert "fitted as the sum of its sub-phases" in md
