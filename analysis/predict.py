@@ -41,7 +41,13 @@ from analysis.features import (
     trait_kind,
 )
 from analysis.model import PhaseModel, Prediction, combine_predictions
-from analysis.predictors import describe_predictor, list_lines, resolve_fit, shipped_names
+from analysis.predictors import (
+    describe_calibration,
+    describe_predictor,
+    list_lines,
+    resolve_fit,
+    shipped_names,
+)
 from analysis.storage import predicted_storage
 from coldstart import program_name
 from harness.schema import SchemaError, read_json, validation_summary
@@ -404,8 +410,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("estimated features: " + ", ".join(features.estimated))
     machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
     console.print(describe_predictor(doc, key, fit_name, fit_path), soft_wrap=True)
-    console.print("for the machine the predictor was fitted on: "
-                  + (", ".join(f"{k}={v}" for k, v in machine.items()) or "not recorded"))
+    console.print(describe_calibration(doc), soft_wrap=True)
     if args.json:
         out = _as_json(features, group, parts, total, args.level)
         out["machine"] = machine

@@ -198,10 +198,14 @@ def test_the_log_reader_agrees_with_the_probes_on_our_own_boot(cold_boot):
     from_log = read_log(work / "boot.log", model=REAL)
     assert from_log.platform == "cpu" and from_log.vllm_version == result.vllm_version
     assert from_log.compile_cache_observed == result.compile_cache_observed
-    # vLLM's log has whole-second timestamps: phases read from instants agree within ~1 s
+    # vLLM's log has whole-second timestamps (each instant up to 1 s off), and on CPU its
+    # compile span runs on to the AOT save line, a save the probes do not time (it grew to 2 s
+    # of a 90 s compile on a loaded 2-core machine): held to the 5 % the log reader is held to
+    # on printed durations (tests/test_logs_public.py), plus the resolution.
     for name in ("torch_compile", "kv_cache_profiling"):
         assert from_log.phases[name] is not None, from_log.phase_notes
-        assert from_log.phases[name] == pytest.approx(result.phases[name], abs=1.5), name
+        assert from_log.phases[name] == pytest.approx(
+            result.phases[name], abs=1.0 + 0.05 * result.phases[name]), name
     assert from_log.subphases["model_loading.model_init"] == pytest.approx(
         result.subphases["model_loading.model_init"], abs=0.02)
 

@@ -20,7 +20,7 @@ from typing import Any
 from analysis._cli import InputError
 
 __all__ = ["ALIASES", "PACKAGE_DIR", "DEFAULT_GPU", "shipped_names", "shipped_file",
-           "resolve_fit", "describe_predictor", "list_lines"]
+           "resolve_fit", "describe_predictor", "describe_calibration", "list_lines"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 DEFAULT_GPU = "study-h100-nvl"
@@ -104,3 +104,22 @@ def list_lines() -> list[str]:
                    f"{', '.join(releases)} on {', '.join(platforms)}; fitted "
                    f"{prov.get('fitted', '?')} on {', '.join(doc.get('inputs') or [])}")
     return out
+
+
+def describe_calibration(doc: dict[str, Any]) -> str:
+    """One line: which machine the predictor's seconds are of, and whether it was calibrated."""
+    def name(machine: Any) -> str:
+        if not isinstance(machine, dict) or not machine:
+            return "a machine not recorded"
+        return ", ".join(f"{k}={v}" for k, v in machine.items())
+
+    cal = doc.get("calibration")
+    if isinstance(cal, dict):
+        whole = (cal.get("scales") or {}).get("whole_boot", {}).get("scale")
+        return (f"calibrated to {name(cal.get('machine'))} by a boot of "
+                f"{cal.get('reference_model')} (x{whole:.2f} of the whole boot; fitted on "
+                f"{name(cal.get('fitted_on'))})" if isinstance(whole, (int, float)) else
+                f"calibrated to {name(cal.get('machine'))}")
+    return (f"not calibrated: the seconds are those of the machine it was fitted on, "
+            f"{name(doc.get('machine'))} (`coldstart calibrate --fit ...` scales them to this "
+            "machine with one boot)")

