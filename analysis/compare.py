@@ -85,7 +85,8 @@ from analysis.metrics import (
     metric_values,
 )
 from coldstart import program_name
-from harness.schema import BootResult, SchemaError, read_results
+from harness.document import RunDocument, read_cells
+from harness.schema import BootResult, SchemaError
 
 # The verdicts live in analysis.changes, a metric's round values in analysis.metrics: every
 # name stays importable from here.
@@ -97,33 +98,33 @@ __all__ = ["CELL_FIELDS", "EXACT_MAX_ARRANGEMENTS", "FAILING", "MISSING", "NO_SU
            "vllm_versions", "where_changes_went"]
 
 
-def vllm_versions(doc: dict[str, Any], boots: list[BootResult]) -> str:
+def vllm_versions(doc: RunDocument | None, boots: list[BootResult]) -> str:
     """The vLLM versions a run's boots ran (else its ``machine_info`` says), for a heading."""
     found = sorted({b.vllm_version for b in boots if b.vllm_version})
-    if not found and isinstance(doc, dict):
-        info = doc.get("machine_info") or {}
-        v = info.get("vllm_version") or (info.get("coldstart") or {}).get("vllm")
+    if not found and doc is not None:
+        v = doc.machine_info.get("vllm_version") or doc.machine_facts.get("vllm")
         found = [v] if v else []
     return ", ".join(found) or "unknown"
 
 
-def _load(path: str) -> tuple[dict[str, Any], list[BootResult]]:
-    boots = read_results(path, all_rounds=True)  # raises SchemaError on a bad file
+def _load(path: str) -> tuple[RunDocument | None, list[BootResult]]:
+    doc, cells = read_cells(path)  # raises SchemaError on a bad file
+    boots = [r for c in cells for r in c.rounds]
     if not boots:
         # An empty run must not pass the gate as "nothing changed".
         raise SchemaError(f"{path}: holds no boot (no benchmarks, nothing unrecorded): "
                           "nothing to compare")
-    doc = json.loads(Path(path).read_text())
-    return (doc if isinstance(doc, dict) else {}), boots
+    return doc, boots
 
 
-def _cell_machines(doc: dict[str, Any], boots: list[BootResult]) -> dict[str, dict[str, Any]]:
+def _cell_machines(doc: RunDocument | None,
+                   boots: list[BootResult]) -> dict[str, dict[str, Any]]:
     """Each cell's machine identity: its own in a merge of shards, else the document's."""
     cells = cell_identities(doc)
     if not cells:
         ident = machine_identity(doc, boots)
         return {cell_of_boot(b): ident for b in boots}
-    return {cell_of_fields(fields): ident for fields, ident in cells}
+    return {cell_of_boot(head): ident for head, ident in cells}
 
 
 def _cell_machine_differences(base: dict[str, dict[str, Any]],
@@ -156,9 +157,9 @@ def cell_overlap(base: list[BootResult], new: list[BootResult], base_name: str,
 class Prepared:
     """Two runs read and checked as the gate reads them (``prepare``)."""
 
-    base_doc: dict[str, Any]
+    base_doc: RunDocument | None
     base: list[BootResult]
-    new_doc: dict[str, Any]
+    new_doc: RunDocument | None
     new: list[BootResult]
     meta_base: dict[str, Any]
     meta_new: dict[str, Any]

@@ -20,11 +20,12 @@ from typing import Any, NamedTuple
 from analysis.feature_model import ModelFeatures
 from analysis.model_folder import boot_features
 from analysis.storage import row_load_bandwidth
-from harness.schema import PHASE_NAMES, BootResult, gpu_models, read_json, read_results
+from harness.document import RunCell, RunDocument, boot_of, read_cells
+from harness.schema import PHASE_NAMES, BootResult, gpu_models
 
 __all__ = ["CONFIG_FIELDS", "MERGED_KEY", "Row", "Dataset", "build_dataset", "cell_identities",
-           "config_label", "document_machines", "group_machines", "machine_differences", "machine_identity",
-           "merged_machine", "one_machine"]
+           "config_label", "document_machines", "group_machines", "info_identity", "InputFile",
+           "machine_differences", "machine_identity", "merged_machine", "one_machine"]
 
 # coldstart.merged_from: the shards a merged document was made of (analysis.merge); its
 # cells each carry their machine's machine_info.
@@ -58,20 +59,21 @@ def _cpu(info: dict[str, Any]) -> tuple[Any, Any]:
     return cpu, info.get("cpu_count")
 
 
-def machine_identity(doc: Any, boots: list[BootResult]) -> dict[str, Any]:
+def machine_identity(doc: RunDocument | None, boots: list[BootResult]) -> dict[str, Any]:
     """What must agree between two runs for their seconds to be comparable or fitted together.
 
     Read from pytest-benchmark's ``machine_info`` (``cpu.brand_raw``, ``cpu.count``,
     ``system``, ``machine``) and, where those are absent, from the suite's own
     ``machine_info.coldstart`` facts (``benchmarks/provenance.py``); the platform from the
-    boots themselves. A bare BootResult file (``python -m harness --out``) has no
-    ``machine_info``: all but its platform is None, unknown.
+    boots themselves. A bare BootResult file (``python -m harness --out``, no document) has
+    no ``machine_info``: all but its platform is None, unknown.
     """
-    info = (doc.get("machine_info") or {}) if isinstance(doc, dict) else {}
-    return _identity(info, sorted({b.platform for b in boots if b.platform}))
+    return info_identity(doc.machine_info if doc is not None else {},
+                         sorted({b.platform for b in boots if b.platform}))
 
 
-def _identity(info: Any, platforms: list[str]) -> dict[str, Any]:
+def info_identity(info: Any, platforms: list[str]) -> dict[str, Any]:
+    """``machine_identity`` of one ``machine_info`` object and the platforms its boots ran."""
     info = info if isinstance(info, dict) else {}
     ours = info.get("coldstart") or {}
     ours = ours if isinstance(ours, dict) else {}
@@ -84,22 +86,19 @@ def _identity(info: Any, platforms: list[str]) -> dict[str, Any]:
             "gpu": ",".join(gpus) if gpus else info.get("gpu")}
 
 
-def cell_identities(doc: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """(result fields, ``machine_identity``) of every cell of a merge of shards
+def cell_identities(doc: RunDocument | None) -> list[tuple[BootResult, dict[str, Any]]]:
+    """(headline round, ``machine_identity``) of every cell of a merge of shards
     (``analysis.merge``, ``coldstart.merged_from``), each cell from its own ``machine_info``;
     [] for a document of one run, whose cells share the document's machine."""
-    meta = doc.get("coldstart") if isinstance(doc, dict) else None
-    if not isinstance(meta, dict) or MERGED_KEY not in meta:
+    if doc is None or doc.coldstart.merged_from is None:
         return []
-    cells = [(b.get("extra_info") or {}, b.get("machine_info"))
-             for b in doc.get("benchmarks") or [] if isinstance(b, dict)]
-    cells += [(r, r.get("machine_info")) for r in meta.get("unrecorded") or []
-              if isinstance(r, dict)]
-    return [(fields, _identity(info, [fields["platform"]] if fields.get("platform") else []))
+    cells: list[tuple[BootResult, Any]] = [(e.extra_info, e.machine_info) for e in doc.benchmarks]
+    cells += [(u, u.machine_info) for u in doc.coldstart.unrecorded]
+    return [(boot_of(fields), info_identity(info, [fields.platform] if fields.platform else []))
             for fields, info in cells]
 
 
-def document_machines(doc: Any, boots: list[BootResult]) -> dict[str, dict[str, Any]]:
+def document_machines(doc: RunDocument | None, boots: list[BootResult]) -> dict[str, dict[str, Any]]:
     """The ``machine_identity`` of each machine a document's cells ran on, by a label: one
     for a run (label ""), one per machine for a merge of shards (identical nodes are one)."""
     cells = cell_identities(doc)
@@ -217,17 +216,33 @@ def build_dataset(results: list[BootResult], features: dict[str, ModelFeatures],
     return Dataset(rows, not_measured, inputs)
 
 
-def read_inputs(paths: list[str]) -> dict[str, list[BootResult]]:
-    """Every boot of each result file (``harness.schema.read_results``, median rounds); a file
-    named twice is read once."""
-    return {str(p): read_results(p) for p in paths}
+class InputFile(NamedTuple):
+    """A result file as the fit reads it: its document (None for bare BootResults), cells."""
+
+    doc: RunDocument | None
+    cells: list[RunCell]
+
+    @property
+    def boots(self) -> list[BootResult]:
+        """Each cell's headline (median) round: what is fitted."""
+        return [c.headline for c in self.cells]
+
+    @property
+    def rounds(self) -> list[BootResult]:
+        """Every round of every cell: what the spread across rounds is taken from."""
+        return [r for c in self.cells for r in c.rounds]
 
 
-def input_machines(files: dict[str, list[BootResult]]) -> dict[str, dict[str, Any]]:
-    """``machine_identity`` of each result file (read again for its ``machine_info``); a merge
-    of shards from several machines gives one entry per machine (``document_machines``)."""
+def read_inputs(paths: list[str]) -> dict[str, InputFile]:
+    """Each result file, read once (a file named twice is read once)."""
+    return {str(p): InputFile(*read_cells(p)) for p in paths}
+
+
+def input_machines(files: dict[str, InputFile]) -> dict[str, dict[str, Any]]:
+    """``machine_identity`` of each result file; a merge of shards from several machines
+    gives one entry per machine (``document_machines``)."""
     out = {}
-    for p, boots in files.items():
-        for label, ident in document_machines(read_json(p), boots).items():
+    for p, f in files.items():
+        for label, ident in document_machines(f.doc, f.boots).items():
             out[f"{p} ({label})" if label else p] = ident
     return out

@@ -68,7 +68,7 @@ from analysis.model_folder import (
 )
 from analysis.study_features import read_study_models_config, study_entry_features
 from coldstart import program_name
-from harness.schema import read_results
+from harness.document import read_results
 
 __all__ = [
     "ESTIMATED_COMPILED_KIB_PER_LAYER",

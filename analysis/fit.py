@@ -88,7 +88,7 @@ from analysis.fit_targets import target_value as _target_value
 from analysis.fit_validate import study_method_baseline
 from analysis.model import FitError
 from coldstart import program_name
-from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult, read_results
+from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult
 
 # The names this module held before it was split, importable from here as before (the
 # underscored three for the tests and callers that import them).
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
     features: dict[str, ModelFeatures] = {}
     files = read_inputs(args.results)
-    results = [r for boots in files.values() for r in boots]
+    results = [r for f in files.values() for r in f.boots]
     machines = input_machines(files)
     studied: list[BootResult] = []
     for s in args.study:
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     # model folders need not be on this machine.
     short = short_configurations(measured, holdout)
     if all(config_key(r) in short for r in measured):
-        boots = [r for p in args.results for r in read_results(p, all_rounds=True)] + studied
+        boots = [r for f in files.values() for r in f.rounds] + studied
         return _summarize(boots, list(short.values()), args)
     data = build_dataset([r for r in results if config_key(r) not in short or
                           r.state != "measured"], features, inputs)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis._cli import ArgumentParser, InputError, run_cli
-from analysis.dataset import MERGED_KEY, cell_identities, group_machines
+from analysis.dataset import MERGED_KEY, group_machines, info_identity
 from analysis.shards import (
     CELL_AXES,
     CELLS_LOG_SUFFIX,
@@ -62,9 +62,8 @@ _epoch = stamp_epoch
 
 
 def _identity(cell: ShardCell) -> dict[str, Any]:
-    fields = cell.record["extra_info"] if cell.recorded else cell.record
-    return cell_identities({"coldstart": {MERGED_KEY: []}, "benchmarks": [
-        {"extra_info": fields, "machine_info": cell.machine_info}]})[0][1]
+    platform = (cell.record["extra_info"] if cell.recorded else cell.record).get("platform")
+    return info_identity(cell.machine_info, [platform] if platform else [])
 
 
 def _common(dicts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 
 from analysis.report_cells import Cell
-from harness.schema import DOCUMENT_KEY
+from harness.document import RunDocument
 
 __all__ = ["CSP", "command_facts", "machine_rows", "number_text", "render_page"]
 
@@ -53,32 +53,32 @@ def _flatten(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix.rstrip("."), d)]
 
 
-def machine_rows(doc: dict[str, Any], cells: list[Cell]) -> list[tuple[str, Any]]:
+def machine_rows(doc: RunDocument | None, cells: list[Cell]) -> list[tuple[str, Any]]:
     """(what, value) of the machine, the versions and the commit a run recorded."""
-    info = doc.get("machine_info") or {}
+    info = doc.machine_info if doc is not None else {}
     rows = list(_flatten(info.get("coldstart") or {}))
     rows += [(k, info[k]) for k in ("node", "processor", "machine", "python_version", "system",
                                     "release") if k in info]
     if not rows:  # a single BootResult: its own versions
         versions = {k: v for c in cells for k, v in c.headline.versions.items()}
         rows = [*versions.items(), ("platform", cells[0].headline.platform)]
-    commit = doc.get("commit_info") or {}
+    commit = doc.commit_info if doc is not None else {}
     rows += [(f"commit.{k}", commit[k]) for k in ("id", "branch", "dirty", "time") if k in commit]
     return rows
 
 
-def command_facts(doc: dict[str, Any], cells: list[Cell]) -> dict[str, Any]:
+def command_facts(doc: RunDocument | None, cells: list[Cell]) -> dict[str, Any]:
     """The command that made a run, for the ``command`` macro: ``source`` says where it
     comes from (``recorded``; ``matrix`` or ``single_boot``, reconstructed; ``none``), with
     the vLLM entry points and engine arguments its cells recorded."""
-    meta = doc.get(DOCUMENT_KEY) or {}
+    meta = doc.coldstart if doc is not None else None
     facts: dict[str, Any] = {"source": "none"}
-    if meta.get("command"):
-        facts = {"source": "recorded", "command": str(meta["command"])}
-    elif meta.get("matrix"):
-        rounds = f" --rounds {meta['rounds']}" if meta.get("rounds") else ""
-        facts = {"source": "matrix", "matrix": str(meta["matrix"]), "rounds": rounds}
-    elif doc.get("single_boot"):
+    if meta is not None and meta.command:
+        facts = {"source": "recorded", "command": meta.command}
+    elif meta is not None and meta.matrix:
+        rounds = f" --rounds {meta.rounds}" if meta.rounds else ""
+        facts = {"source": "matrix", "matrix": meta.matrix, "rounds": rounds}
+    elif doc is None and len(cells) == 1:
         c = cells[0].headline
         facts = {"source": "single_boot", "boot": c}
     facts["entrypoints"] = sorted({str(c.headline.evidence.get("entrypoint_command"))

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harness.document import read_results
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
@@ -28,7 +29,6 @@ from harness.schema import (
     cell_id,
     cell_stats,
     read_json,
-    read_results,
     validation_summary,
 )
 

@@ -10,7 +10,8 @@ import sys
 
 from analysis._cli import ArgumentParser, run_cli
 from coldstart import program_name
-from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
+from harness.document import read_results
+from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
 SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
          "model_loading": "loading", "torch_compile": "compile",

@@ -22,7 +22,7 @@ from typing import Any
 
 from analysis._cli import InputError, run_cli
 from analysis.calibrate import calibrate_predictor
-from analysis.dataset import CONFIG_FIELDS, machine_identity
+from analysis.dataset import CONFIG_FIELDS, info_identity
 from analysis.features import boot_features
 from analysis.predict import choose_group, load_predictor
 from analysis.predictors import describe_calibration, resolve_fit
@@ -33,14 +33,14 @@ __all__ = ["this_machine", "reference_model", "run_calibration", "main"]
 
 def this_machine() -> dict[str, Any]:
     """This machine in the terms a run records its own (pytest-benchmark's ``machine_info``
-    and the suite's ``machine_info.coldstart``), read by ``analysis.dataset.machine_identity``
+    and the suite's ``machine_info.coldstart``), read by ``analysis.dataset.info_identity``
     as ``analysis.fit`` reads a run's."""
     from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
 
     from benchmarks.provenance import machine_facts
 
     info = pytest_benchmark_generate_machine_info() | {"coldstart": machine_facts()}
-    return machine_identity({"machine_info": info}, [])
+    return info_identity(info, [])
 
 
 def reference_model(group: dict[str, Any], wanted: str | None) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
 from coldstart import program_name
+from harness.document import read_results
 from harness.schema import (
     DOCUMENT_KEY,
     NOT_APPLICABLE_PREFIX,
@@ -21,7 +22,6 @@ from harness.schema import (
     SchemaError,
     cell_id,
     read_json,
-    read_results,
 )
 
 

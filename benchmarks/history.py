@@ -45,14 +45,8 @@ from benchmarks._rounds import (
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from coldstart import program_name
-from harness.schema import (
-    PHASE_NAMES,
-    BootResult,
-    SchemaError,
-    read_json,
-    read_results,
-    write_document,
-)
+from harness.document import read_results
+from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json, write_document
 
 TOTAL = "total"
 # compare's statuses as the plot marks them: (marker, filled, colour)

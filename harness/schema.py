@@ -204,9 +204,10 @@ class BootResult(BaseModel):
                 raise ValueError(f"phase {name} = {value}: must be a finite, non-negative number")
             if value is None:
                 self.phases[name] = None
-                self.phase_notes.setdefault(
-                    name, FAILED_BEFORE if self.state == "failed" else "not measured"
-                )
+                if name not in self.phase_notes:
+                    # assigned, not set in place: a note made here is a field set, written
+                    self.phase_notes = {**self.phase_notes, name: FAILED_BEFORE
+                                        if self.state == "failed" else "not measured"}
         # Keep the phases in boot order in every serialized document.
         self.phases = {name: self.phases[name] for name in PHASE_NAMES}
         return self
@@ -344,14 +345,6 @@ def write_document(doc: dict[str, Any], path: str | Path) -> None:
     Path(path).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
 
 
-def _check_version(version: Any, where: str) -> None:
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise SchemaError(f"{where}: schema_version {version!r} is not a version of this schema")
-    if version > SCHEMA_VERSION:
-        raise SchemaError(f"{where}: schema version {version} is newer than this reader "
-                          f"({SCHEMA_VERSION})")
-
-
 def gpu_models(gpus: Any) -> list[str]:
     """The GPU models of a ``machine_info.coldstart.gpus`` list, each once: one H100 or two is
     one kind of machine; a malformed list or a nameless entry says nothing."""
@@ -368,17 +361,6 @@ def validation_summary(exc: Exception) -> str:
                      for e in errors()[:3])
 
 
-def _result_from(data: Any, where: str) -> BootResult:
-    if not isinstance(data, dict):
-        raise SchemaError(f"{where}: not a BootResult (a JSON {type(data).__name__})")
-    _check_version(data.get("schema_version", SCHEMA_VERSION), where)
-    fields = {k: v for k, v in data.items() if k in BootResult.model_fields}
-    try:
-        return BootResult.model_validate(fields)
-    except Exception as exc:  # pydantic's message names the field; keep it on one line
-        raise SchemaError(f"{where}: not a BootResult: {validation_summary(exc)}") from exc
-
-
 def read_json(path: str | Path, error: type[Exception] = SchemaError) -> Any:
     """A JSON file's content, or ``error`` with one line naming the file and the problem."""
     p = Path(path)
@@ -388,58 +370,3 @@ def read_json(path: str | Path, error: type[Exception] = SchemaError) -> Any:
         return json.loads(p.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise error(f"{p}: not JSON ({exc})") from exc
-
-
-def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResult]:
-    """Read every boot in a result document, a BootResult JSON, or a list of them.
-
-    Parameters
-    ----------
-    path : file written by ``pytest benchmarks/ --benchmark-json``, ``python -m harness``
-        or ``python -m analysis.ingest``.
-    all_rounds : return every round of a cell instead of its median round.
-
-    Raises
-    ------
-    SchemaError
-        The file is missing, is not JSON, or does not hold this suite's schema.
-    """
-    p = Path(path)
-    data = read_json(p)
-    if isinstance(data, list):
-        return [_result_from(d, f"{p}[{i}]") for i, d in enumerate(data)]
-    if not isinstance(data, dict):
-        raise SchemaError(f"{p}: not a result document")
-    if "benchmarks" not in data:
-        if "state" in data and "phases" in data:
-            return [_result_from(data, str(p))]
-        raise SchemaError(f"{p}: no 'benchmarks' list and not a BootResult: not a vllm-coldstart result")
-    meta = data.get(DOCUMENT_KEY) or {}
-    benchmarks = data["benchmarks"]
-    unrecorded = meta.get("unrecorded", []) if isinstance(meta, dict) else None
-    if not isinstance(meta, dict) or not isinstance(benchmarks, list) \
-            or not isinstance(unrecorded, list):
-        raise SchemaError(f"{p}: 'benchmarks', '{DOCUMENT_KEY}' or its 'unrecorded' has the "
-                          "wrong type: not a vllm-coldstart result")
-    _check_version(meta.get("schema_version", SCHEMA_VERSION), str(p))
-    out: list[BootResult] = []
-    for i, bench in enumerate(benchmarks):
-        if not isinstance(bench, dict):
-            raise SchemaError(f"{p}: benchmark {i} is a JSON {type(bench).__name__}, not an object")
-        extra = bench.get("extra_info") or {}
-        if not isinstance(extra, dict):
-            raise SchemaError(f"{p}: benchmark {bench.get('name', i)!r}: extra_info is not an "
-                              "object")
-        if "phases" not in extra:
-            raise SchemaError(f"{p}: benchmark {bench.get('name', i)!r} has no extra_info.phases: "
-                              "not written by vllm-coldstart")
-        rounds = extra.get("rounds") if all_rounds else None
-        if rounds and not isinstance(rounds, list):
-            raise SchemaError(f"{p}: benchmark {bench.get('name', i)!r}: rounds is not a list")
-        if rounds:
-            out.extend(_result_from(r, f"{p}:{bench.get('name', i)} round {j}")
-                       for j, r in enumerate(rounds))
-        else:
-            out.append(_result_from(extra, f"{p}:{bench.get('name', i)}"))
-    out.extend(_result_from(d, f"{p}:unrecorded[{i}]") for i, d in enumerate(unrecorded))
-    return out

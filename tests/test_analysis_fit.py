@@ -350,7 +350,7 @@ def _compile_subphases(layers: int, compile_cache: str) -> dict[str, float]:
 def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path) -> None:
     """Suite results with torch_compile's sub-phases: fitted as their sum, per configuration;
     the sub-phase that is 0 for every boot (cold: graph load, warm: Inductor) is a constant."""
-    from harness.schema import read_results
+    from harness.document import read_results
 
     rng = np.random.default_rng(1)
     entries = []
@@ -409,7 +409,7 @@ def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path)
 
 def test_torch_compile_not_split_when_subphases_do_not_add_up(cpu_results: dict,
                                                                tmp_path: Path) -> None:
-    from harness.schema import read_results
+    from harness.document import read_results
 
     entries = []
     for r in read_results(cpu_results["doc"]):
@@ -486,9 +486,11 @@ def test_result_files_of_two_machines_are_refused(capsys, tmp_path: Path,
 def test_what_makes_two_machines() -> None:
     from analysis.dataset import machine_identity, one_machine
 
+    from harness.document import RunDocument
+
     def doc(gpus, cpu="EPYC"):
-        return {"machine_info": {"cpu": {"brand_raw": cpu, "count": 32},
-                                 "coldstart": {"gpus": gpus}}}
+        return RunDocument(machine_info={"cpu": {"brand_raw": cpu, "count": 32},
+                                         "coldstart": {"gpus": gpus}})
 
     cpu_boot = [BootResult(state="measured", model="m", platform="cpu")]
     gpu_boot = [BootResult(state="measured", model="m", platform="cuda")]

@@ -16,7 +16,8 @@ from analysis.study import (
     study_document,
     study_model_name,
 )
-from harness.schema import PHASE_NAMES, SchemaError, read_results
+from harness.document import read_results
+from harness.schema import PHASE_NAMES, SchemaError
 from tests.conftest import REPO_ROOT, STUDY_DIR
 
 

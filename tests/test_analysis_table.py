@@ -7,7 +7,8 @@ from pathlib import Path
 
 from analysis._cli import run_cli
 from analysis.table import main as table_main
-from harness.schema import new_document, read_results, write_document
+from harness.document import read_results
+from harness.schema import new_document, write_document
 
 DATA = Path(__file__).resolve().parent / "data"
 

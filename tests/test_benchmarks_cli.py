@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.matrix import select
-from harness.schema import read_results
+from harness.document import read_results
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "off", "--page-caches", "warm",

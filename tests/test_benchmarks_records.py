@@ -17,7 +17,8 @@ import pytest
 
 from benchmarks import check, compact
 from benchmarks.matrix import Cell, split_values
-from harness.schema import BootResult, benchmark_entry, new_document, read_results
+from harness.document import read_results
+from harness.schema import BootResult, benchmark_entry, new_document
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches", "evicted",

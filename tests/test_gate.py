@@ -21,8 +21,9 @@ from benchmarks._rounds import (
     sequential,
 )
 from benchmarks.matrix import Cell
+from harness.document import read_results
 from harness.registry import WrapTarget
-from harness.schema import PHASE_NAMES, BootResult, new_document, read_results
+from harness.schema import PHASE_NAMES, BootResult, new_document
 
 CELL = Cell("smollm2-135m", "safetensors", "off", "warm", "offline")
 CELL2 = Cell("smollm2-135m", "safetensors", "cold", "warm", "offline")

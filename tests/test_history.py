@@ -10,7 +10,7 @@ from analysis.compare import compare_results
 from benchmarks import history
 from benchmarks._envs import Release
 from benchmarks.matrix import Cell
-from harness.schema import read_results
+from harness.document import read_results
 from tests.test_gate import MACHINE, _measured, _slot_doc
 
 DATA = Path(__file__).parent / "data"

@@ -16,8 +16,9 @@ import pytest
 from analysis import compare as compare_cli
 from analysis import fit as fit_cli
 from analysis import merge as merge_cli
-from analysis.dataset import document_machines, input_machines
-from harness.schema import cell_stats, matrix_cells, read_json, read_results
+from analysis.dataset import document_machines, input_machines, read_inputs
+from harness.document import read_results, read_run
+from harness.schema import cell_stats, matrix_cells, read_json
 
 DATA = Path(__file__).parent / "data"
 XVER_32 = DATA / "xver-vllm-cpu-0.32.0.json"
@@ -152,7 +153,7 @@ def test_a_shard_without_json_contributes_its_cells_log(tmp_path, capsys):
     assert from_log["extra_info"]["checks_failed"] == []  # what --resume and check read
     assert len(from_log["extra_info"]["rounds"]) == 3
     # The log's cells know their machine (machine_info.coldstart), and it is shard 1's.
-    assert document_machines(read_json(out), read_results(out)).keys() == {""}
+    assert document_machines(read_run(out), read_results(out)).keys() == {""}
 
 
 def test_a_cell_twice_with_different_results_is_refused(tmp_path, capsys):
@@ -235,8 +236,8 @@ def test_identical_nodes_are_one_machine_different_cpus_are_not(tmp_path, capsys
     code, err = _merge(capsys, *_shards(SCALING, tmp_path, HALVES,
                                         edit=other_node), "-o", same)
     assert code == 0, err
-    assert input_machines({str(same): read_results(same)}) == {
-        str(same): input_machines({str(SCALING): read_results(SCALING)})[str(SCALING)]}
+    assert input_machines(read_inputs([str(same)])) == {
+        str(same): input_machines(read_inputs([str(SCALING)]))[str(SCALING)]}
 
     (tmp_path / "b").mkdir()
     mixed = tmp_path / "mixed.json"
@@ -248,7 +249,7 @@ def test_identical_nodes_are_one_machine_different_cpus_are_not(tmp_path, capsys
     # What both share stays at the top; the CPU is each cell's own.
     assert doc["machine_info"]["coldstart"]["vllm"] == "0.32.0"
     assert "brand_raw" not in doc["machine_info"].get("cpu", {})
-    machines = input_machines({str(mixed): read_results(mixed)})
+    machines = input_machines(read_inputs([str(mixed)]))
     assert sorted(m["cpu"] for m in machines.values()) == ["AMD EPYC",
                                                            "Intel(R) Xeon(R) Processor"]
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.schema import read_json, read_results
+from harness.document import read_results
+from harness.schema import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 KV_GIB = 3

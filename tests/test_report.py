@@ -11,7 +11,8 @@ import pytest
 
 from analysis import compare
 from analysis.report import main, render_comparison, render_run
-from harness.schema import PHASE_NAMES, read_results
+from harness.document import read_results
+from harness.schema import PHASE_NAMES
 
 DATA = Path(__file__).parent / "data"
 DOCS = Path(__file__).parent.parent / "docs" / "data"

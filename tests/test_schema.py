@@ -7,6 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from harness.document import read_results
 from harness.schema import (
     PHASE_NAMES,
     BootResult,
@@ -14,7 +15,6 @@ from harness.schema import (
     benchmark_entry,
     cell_id,
     new_document,
-    read_results,
     write_document,
 )
 

@@ -44,7 +44,7 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     from benchmarks.calibrate import reference_model, run_calibration, this_machine
     from fixtures.build import ensure_model
     from harness.boot import BootSpec, installed_vllm_version, run_boot
-    from harness.schema import read_results
+    from harness.document import read_results
 
     doc = scaling_fit["predictor"]
     assert doc["machine"], "the predictor does not say its machine"
