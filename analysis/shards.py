@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.document import read_results
+from harness.document import CELL_AXES, read_results
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
@@ -35,9 +35,6 @@ from harness.schema import (
 __all__ = ["CELL_AXES", "CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell",
            "raw_schema_versions", "read_shard", "stamp_epoch"]
 
-# The benchmark matrix's axes (benchmarks.matrix.AXES; analysis does not import benchmarks):
-# they name a cell whose result came without its params.
-CELL_AXES: tuple[str, ...] = ("model", "loader", "compile_cache", "page_cache", "entrypoint")
 CELLS_LOG_SUFFIX = ".jsonl"
 
 

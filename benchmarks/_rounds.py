@@ -35,6 +35,13 @@ from typing import Any
 
 from benchmarks._envs import REPO_ROOT, Release, checkout_env
 from benchmarks.matrix import AXIS_OPTIONS, Cell
+from harness.document import (
+    RunDocument,
+    RunMeta,
+    UnrecordedCell,
+    headline_round,
+    run_document,
+)
 from harness.processes import raise_on_end_signals
 from harness.registry import LOG_PROBE_PAIRS, WrapTarget
 from harness.schema import (
@@ -42,7 +49,7 @@ from harness.schema import (
     SCHEMA_VERSION,
     STATS_TIMER,
     BootResult,
-    cell_id,
+    SchemaError,
     cell_stats,
     extra_info,
     name_runs,
@@ -160,19 +167,27 @@ def estimate_left(slots: Sequence[Slot], done_s: dict[int, float], next_index: i
                for s in slots[next_index:])
 
 
-def _slot_state(doc: dict[str, Any], cell: Cell) -> str:
-    for entry in doc.get("benchmarks", []):
-        if entry.get("param") == cell.id or cell_id(entry.get("params") or {}) == cell.id:
-            extra = entry.get("extra_info") or {}
-            wall = extra.get("wall_s")
-            failed = extra.get("checks_failed") or []
-            return (f"{extra.get('state')}, wall {wall:.1f} s" if wall is not None
-                    else str(extra.get("state"))) + (f", {len(failed)} check(s) failed"
-                                                      if failed else "")
-    unrec = (doc.get(DOCUMENT_KEY) or {}).get("unrecorded") or []
+def slot_document(doc: dict[str, Any], slot: Slot) -> RunDocument:
+    """A slot's document typed; one that is no result document reads as the slot's one
+    failed round saying so (the run goes on and the gate counts it)."""
+    try:
+        return run_document(doc, f"slot {slot.index + 1}")
+    except SchemaError as exc:
+        failed = BootResult(state="failed", **slot.cell.params(), error=str(exc))
+        return RunDocument(coldstart=RunMeta(unrecorded=[UnrecordedCell.model_validate(
+            failed.model_dump())]))
+
+
+def _slot_state(doc: RunDocument, cell: Cell) -> str:
+    for c in doc.cells():
+        if c.recorded and c.id == cell.id:
+            r, failed = c.headline, c.checks_failed
+            return (f"{r.state}, wall {r.wall_s:.1f} s" if r.wall_s is not None
+                    else str(r.state)) + (f", {len(failed)} check(s) failed" if failed else "")
+    unrec = doc.coldstart.unrecorded
     if unrec:
         r = unrec[-1]
-        return f"{r.get('state')}: {(r.get('error') or r.get('skip_reason') or '')[:160]}"
+        return f"{r.state}: {(r.error or r.skip_reason or '')[:160]}"
     return "no result"
 
 
@@ -201,7 +216,8 @@ def run_slots(slots: Sequence[Slot], releases: Sequence[Release], run_slot: Slot
                      "that finished")
             return out, True
         done_s[slot.index] = clock() - t0
-        progress(f"      {releases[slot.side]} round {slot.round}: {_slot_state(doc, slot.cell)}"
+        progress(f"      {releases[slot.side]} round {slot.round}: "
+                 f"{_slot_state(slot_document(doc, slot), slot.cell)}"
                  f" ({done_s[slot.index]:.0f} s with pytest)")
         out.append((slot, doc, {"slot": slot.index + 1, "cell": slot.cell.id,
                                 "round": slot.round, "file": f"{name}.json",
@@ -211,17 +227,6 @@ def run_slots(slots: Sequence[Slot], releases: Sequence[Release], run_slot: Slot
 
 
 # --------------------------------------------------------------------------- merging
-def _headline(rounds: list[BootResult]) -> BootResult:
-    # As benchmarks/test_cold_start.py picks a cell's headline: the measured round of median
-    # wall time (the lower of the two middle ones), else the last failure.
-    measured = [r for r in rounds if r.state == "measured" and r.wall_s is not None]
-    if not measured:
-        failed = [r for r in rounds if r.state == "failed"]
-        return failed[-1] if failed else rounds[-1]
-    target = statistics.median_low(sorted(r.wall_s for r in measured))
-    return next(r for r in measured if r.wall_s == target)
-
-
 def apply_log_fallback(boot: BootResult, missing: Sequence[WrapTarget]) -> BootResult:
     """A boot of a release that lacks probe targets: the phases and subphases those targets
     time are taken from vLLM's own log lines where the log reader has them (the durations
@@ -259,10 +264,6 @@ def apply_log_fallback(boot: BootResult, missing: Sequence[WrapTarget]) -> BootR
     return b
 
 
-def _cell_of(result: dict[str, Any]) -> str:
-    return cell_id({axis: result.get(axis) for axis in AXIS_OPTIONS})
-
-
 def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], release: Release, *,
                matrix: str, rounds: int, missing_targets: Sequence[WrapTarget] = (),
                extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -277,23 +278,14 @@ def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], relea
     for slot, doc, _record in ran:
         acc = per_cell.setdefault(slot.cell.id, {"cell": slot.cell, "rounds": [],
                                                  "checks": [], "entry": None, "floor": None})
-        entry = next((e for e in doc.get("benchmarks", [])
-                      if e.get("param") == slot.cell.id
-                      or cell_id(e.get("params") or {}) == slot.cell.id), None)
-        if entry is not None:
-            extra = entry.get("extra_info") or {}
-            acc["entry"] = acc["entry"] or entry
-            acc["floor"] = acc["floor"] or extra.get("storage_floor")
-            acc["rounds"] += [BootResult.model_validate(
-                {k: v for k, v in r.items() if k in BootResult.model_fields})
-                for r in (extra.get("rounds") or [extra])]
-            acc["checks"] += [f"round {slot.round}: {c}" for c in extra.get("checks_failed") or []]
-            continue
-        for r in (doc.get(DOCUMENT_KEY) or {}).get("unrecorded") or []:
-            if _cell_of(r) == slot.cell.id:
-                acc["rounds"].append(BootResult.model_validate(
-                    {k: v for k, v in r.items() if k in BootResult.model_fields}))
-                acc["checks"] += [f"round {slot.round}: {c}" for c in r.get("checks_failed") or []]
+        cells = [c for c in slot_document(doc, slot).cells() if c.id == slot.cell.id]
+        recorded = next((c for c in cells if c.recorded), None)
+        for c in [recorded] if recorded is not None else cells:
+            if c.entry is not None:
+                acc["entry"] = acc["entry"] or c.entry
+                acc["floor"] = acc["floor"] or c.entry.extra_info.storage_floor
+            acc["rounds"] += c.rounds
+            acc["checks"] += [f"round {slot.round}: {check}" for check in c.checks_failed]
     entries, unrecorded = [], []
     for acc in per_cell.values():
         rounds_ = [apply_log_fallback(r, missing_targets) for r in acc["rounds"]]
@@ -305,7 +297,7 @@ def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], relea
         if len(platforms) == 1:
             rounds_ = [r if r.platform else r.model_copy(update={"platform": next(iter(platforms))})
                        for r in rounds_]
-        extra = extra_info(_headline(rounds_), rounds_)
+        extra = extra_info(headline_round(rounds_), rounds_)
         stats = cell_stats(extra)
         if acc["entry"] is None or stats is None:
             unrecorded += [{**r.model_dump(mode="json"), "checks_failed": acc["checks"]}
@@ -313,7 +305,8 @@ def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], relea
             continue
         extra["storage_floor"] = acc["floor"]
         extra["checks_failed"] = acc["checks"]
-        entry = {k: v for k, v in acc["entry"].items() if k not in ("stats", "extra_info")}
+        entry = acc["entry"].model_dump(mode="json", exclude_unset=True,
+                                        exclude={"stats", "extra_info"})
         entry["options"] = {**(entry.get("options") or {}), "timer": STATS_TIMER}
         entries.append({**entry, "stats": stats, "extra_info": extra})
     meta = {"schema_version": SCHEMA_VERSION, "matrix": matrix, "rounds": rounds,

@@ -70,13 +70,11 @@ def read_baseline(path: Path) -> dict[str, Any]:
     except SchemaError as exc:
         raise ValueError(str(exc)) from None
     cells = {}
-    for entry in doc["benchmarks"]:
-        params = entry.get("params")
-        if not isinstance(params, dict):
+    for cell in doc.cells():
+        if not cell.recorded or not cell.entry.params:
             continue
         try:
-            cells[cell_from_params(params).id] = BootResult.model_validate(
-                {k: v for k, v in entry["extra_info"].items() if k in BootResult.model_fields})
+            cells[cell_from_params(cell.entry.params).id] = cell.headline
         except Exception:  # noqa: BLE001 - an entry that is not a cell sets no budget
             continue
     if not cells:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
 from coldstart import program_name
-from harness.document import read_results
+from harness.document import RunDocument, read_cells, run_document
 from harness.schema import (
     DOCUMENT_KEY,
     NOT_APPLICABLE_PREFIX,
@@ -25,22 +25,16 @@ from harness.schema import (
 )
 
 
-def read_document(path: Path) -> dict:
-    """The benchmark document at ``path``, or SchemaError naming what the file is instead.
-
-    Its shape is read_results's (every entry an object with ``extra_info.phases``, every
-    unrecorded result an object). read_results also reads a list of results or a single
-    BootResult, but only pytest's document says which cells were run and on what machine.
-    """
-    read_results(path, all_rounds=True)  # refuses a document of the wrong shape, in its words
-    doc = read_json(path)
-    if isinstance(doc, list):
-        raise SchemaError(f"{path}: a list of results, not the JSON of "
-                          "`pytest benchmarks/ --benchmark-json`")
-    if not isinstance(doc, dict) or "benchmarks" not in doc:
-        raise SchemaError(f"{path}: a single BootResult, not the JSON of "
-                          "`pytest benchmarks/ --benchmark-json`")
-    return doc
+def read_document(path: Path) -> RunDocument:
+    """The benchmark document at ``path``, or SchemaError naming what the file is instead:
+    a list of results or a single BootResult read as results elsewhere, but only pytest's
+    document says which cells were run and on what machine."""
+    data = read_json(path)
+    if isinstance(data, dict) and "benchmarks" in data:
+        return run_document(data, str(path))
+    read_cells(path)  # a file that is no result either is refused in the reader's words
+    kind = "a list of results" if isinstance(data, list) else "a single BootResult"
+    raise SchemaError(f"{path}: {kind}, not the JSON of `pytest benchmarks/ --benchmark-json`")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         doc = read_document(args.json)
-        results = read_results(args.json)
+        results = doc.results()
         expected = select(args.matrix, **{a: split_values(getattr(args, a), AXIS_OPTIONS[a])
                                           for a in AXES})
     except (SchemaError, ValueError) as exc:
@@ -86,19 +80,14 @@ def main(argv: list[str] | None = None) -> int:
             if not args.allow_failed:
                 problems.append(line)
         print(line)
-    for key in ("machine_info", "coldstart"):
-        if key not in doc:
+    for key in ("machine_info", DOCUMENT_KEY):
+        if key not in doc.model_fields_set:
             problems.append(f"no {key!r} in {args.json}")
-    for bench in doc.get("benchmarks", []):
-        failed_checks = (bench.get("extra_info") or {}).get("checks_failed")
-        if failed_checks:
-            problems.append(f"{bench.get('param')}: assertions failed: {failed_checks}")
     # Cells pytest-benchmark kept no entry for (all of them with --benchmark-disable) carry
-    # their failed checks beside the result.
-    for result in (doc.get(DOCUMENT_KEY) or {}).get("unrecorded", []):
-        if result.get("checks_failed"):
-            cid = cell_id({**{a: result.get(a) for a in AXES}, **(result.get("axes") or {})})
-            problems.append(f"{cid}: assertions failed: {result['checks_failed']}")
+    # their failed checks beside the result, as measured ones do in extra_info.
+    for cell in doc.cells():
+        if cell.checks_failed:
+            problems.append(f"{cell.id}: assertions failed: {cell.checks_failed}")
     for p in problems:
         print(f"benchmarks.check: {p}", file=sys.stderr)
     print(f"benchmarks.check: {len(expected)} cells expected, {len(problems)} problem(s)")

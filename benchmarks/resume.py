@@ -41,8 +41,7 @@ def resumable_entries(path: Path, *, rounds: int, any_machine: bool) -> dict[str
     except SchemaError as exc:
         raise pytest.UsageError(f"--resume {exc}") from None
     # A cell's rounds are part of its result: one boot does not stand in for a median of three.
-    meta = doc.get(DOCUMENT_KEY)
-    theirs_rounds = meta.get("rounds") if isinstance(meta, dict) else None
+    theirs_rounds = doc.coldstart.rounds
     if theirs_rounds is None:
         raise pytest.UsageError(f"--resume {path}: no {DOCUMENT_KEY}.rounds: not the JSON of "
                                 "`pytest benchmarks/ --benchmark-json`")
@@ -50,16 +49,17 @@ def resumable_entries(path: Path, *, rounds: int, any_machine: bool) -> dict[str
         raise pytest.UsageError(f"--resume {path}: measured with --rounds {theirs_rounds}, "
                                 f"this run asks for --rounds {rounds}")
     if not any_machine:
-        theirs = resume_facts(doc.get("machine_info"))
+        theirs = resume_facts(doc.machine_info)
         ours = resume_facts({DOCUMENT_KEY: machine_facts()})
         differ = {k: (theirs[k], ours[k]) for k in RESUME_MUST_MATCH if theirs[k] != ours[k]}
         if differ:
             raise pytest.UsageError(f"--resume {path}: measured elsewhere ({differ}); "
                                     "pass --resume-any-machine to reuse its cells anyway")
     out = {}
-    for entry in doc["benchmarks"]:  # each an object with an extra_info object: read_document
-        params, extra = entry.get("params"), entry["extra_info"]
-        if (isinstance(params, dict) and set(AXES) <= set(params)
-                and extra.get("state") == "measured" and extra.get("checks_failed") == []):
-            out[cell_from_params(params).id] = entry
+    for entry in doc.benchmarks:
+        params, info = entry.params or {}, entry.extra_info
+        # A cell whose checks were never recorded is not known to have passed them.
+        checked = "checks_failed" in info.model_fields_set and not info.checks_failed
+        if set(AXES) <= set(params) and info.state == "measured" and checked:
+            out[cell_from_params(params).id] = entry.model_dump(mode="json", exclude_unset=True)
     return out

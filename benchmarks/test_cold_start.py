@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import statistics
 import traceback
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from harness.boot import (
     prepare_boot,
 )
 from harness.correctness import judge_answer, judge_compile_cache
+from harness.document import headline_round
 from harness.registry import LOADER_CLASSES, expected_compile_cache
 from harness.schema import NOT_APPLICABLE_PREFIX, BootResult, extra_info
 
@@ -121,16 +121,6 @@ def _storage_floor(spec: BootSpec, coldstart) -> dict:
         coldstart.floors[key] = pagecache.sequential_read_gbps(spec.weight_payload_files(),
                                                                spec.page_cache)
     return coldstart.floors[key]
-
-
-def _median_round(rounds: list[BootResult]) -> BootResult:
-    measured = [r for r in rounds if r.state == "measured"]
-    if not measured:
-        # A boot's error says more than a later round's unreachable page cache.
-        failed = [r for r in rounds if r.state == "failed"]
-        return failed[-1] if failed else rounds[-1]
-    target = statistics.median_low(sorted(r.wall_s for r in measured))
-    return next(r for r in measured if r.wall_s == target)
 
 
 def check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
@@ -291,7 +281,7 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
         finally:  # keeping it must not turn the stop into a failed cell the session goes past
             raise exc
 
-    result = _median_round(rounds)
+    result = headline_round(rounds)
     _compare_to_floor(result, floor)
     # On record before anything that judges or copies it. Until the checks have run the cell
     # does not count as passing (--resume and benchmarks.check read checks_failed).
@@ -345,7 +335,7 @@ def _keep_stopped_cell(benchmark, coldstart, cell: Cell, spec: BootSpec, floor: 
     reason = f"round {len(rounds) + 1} stopped by {type(exc).__name__}" + (
         f": {exc}" if str(exc) else "")
     rounds.append(_not_booted(cell, spec, state="failed", error=reason))
-    result = _median_round(rounds)
+    result = headline_round(rounds)
     failures = [reason]
     if result.state == "measured":
         # Not the answer: its reference may take a process of its own, and the run must stop.

@@ -35,7 +35,7 @@ from harness.schema import (
 
 __all__ = ["CELL_AXES", "CellInfo", "Entry", "RunCell", "RunDocument", "RunMeta",
            "UnrecordedCell", "boot_of", "cell_axes", "check_version", "headline_round",
-           "read_cells", "read_results", "read_run", "write_run"]
+           "read_cells", "read_results", "read_run", "run_document", "write_run"]
 
 # The five axes every cell has, in the order its id names them; a matrix file's own axes
 # (engine arguments, environment variables) follow them (``BootResult.axes``).

@@ -26,14 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from coldstart import program_name
+from harness.document import read_cells
 from harness.schema import (
-    DOCUMENT_KEY,
     PHASE_NAMES,
     BootResult,
     SchemaError,
-    cell_id,
     read_json,
-    validation_summary,
 )
 from harness.timeline import (
     PhaseCut,
@@ -54,7 +52,6 @@ PHASES_TRACK = "boot phases (each instant counted once)"
 UNKNOWN_PID = 1
 RESIDUAL = "residual"
 # Axes that name a cell, in the order benchmarks/ writes test ids.
-CELL_AXES = ("model", "loader", "compile_cache", "page_cache", "entrypoint")
 # Process names multiprocessing gives every process it did not name itself.
 _GENERIC_NAMES = frozenset({"MainProcess", "child", None})
 
@@ -249,42 +246,20 @@ def chrome_trace(result: BootResult, *, title: str | None = None) -> dict[str, A
 
 
 # ----------------------------------------------------------------------------- the input
-def _boot(data: Any, where: str) -> BootResult:
-    if not isinstance(data, dict):
-        raise SchemaError(f"{where}: not a BootResult")
-    fields = {k: v for k, v in data.items() if k in BootResult.model_fields}
-    try:
-        return BootResult.model_validate(fields)
-    except Exception as exc:
-        raise SchemaError(f"{where}: not a BootResult: {validation_summary(exc)}") from exc
-
-
-def document_cells(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Cell id -> the cell's headline result (a dict) of a result document, unrecorded cells
-    included (their id built from their axes)."""
-    cells: dict[str, dict[str, Any]] = {}
-    for bench in doc.get("benchmarks") or []:
-        if isinstance(bench, dict) and isinstance(bench.get("extra_info"), dict):
-            cid = bench.get("param") or cell_id(bench.get("params") or {}) or bench.get("name")
-            cells[str(cid)] = bench["extra_info"]
-    for r in (doc.get(DOCUMENT_KEY) or {}).get("unrecorded") or []:
-        if isinstance(r, dict):
-            cells.setdefault(cell_id({a: r.get(a) for a in CELL_AXES if r.get(a) is not None}), r)
-    return cells
-
-
 def find_boot(path: str | Path, cell: str | None = None) -> tuple[str, BootResult]:
     """The boot a trace is made of: a BootResult file, or a cell of a result document (its
     median round). Returns a title and the result; SchemaError names what is wrong."""
-    data = read_json(path)
-    if isinstance(data, dict) and "benchmarks" not in data and "phases" in data:
+    doc, found = read_cells(path)
+    if doc is None:
+        if isinstance(read_json(path), list):
+            raise SchemaError(f"{path}: neither a BootResult nor a result document")
         if cell:
             raise SchemaError(f"{path}: a single BootResult, not a run: --cell does not apply")
-        result = _boot(data, str(path))
+        result = found[0].headline
         return f"{result.model} ({path})", result
-    if not isinstance(data, dict) or "benchmarks" not in data:
-        raise SchemaError(f"{path}: neither a BootResult nor a result document")
-    cells = document_cells(data)
+    cells: dict[str, BootResult] = {}
+    for c in found:
+        cells.setdefault(c.id, c.headline)
     if cell is None:
         if len(cells) != 1:
             raise SchemaError(f"{path}: {len(cells)} cells: name one with --cell "
@@ -295,7 +270,7 @@ def find_boot(path: str | Path, cell: str | None = None) -> tuple[str, BootResul
         chosen = next((v for k, v in cells.items() if cell.endswith(f"[{k}]")), None)
     if chosen is None:
         raise SchemaError(f"{path}: no cell {cell!r}; cells: {', '.join(sorted(cells))}")
-    return cell, _boot(chosen, f"{path}:{cell}")
+    return cell, chosen
 
 
 class _Parser(argparse.ArgumentParser):
