@@ -27,8 +27,9 @@ from pathlib import Path
 
 from analysis._cli import ArgumentParser, InputError, run_cli
 from coldstart import program_name
+from harness.document import write_run
 from harness.logs import read_boots
-from harness.schema import BootResult, benchmark_entry, cell_id, new_document, write_document
+from harness.schema import BootResult, benchmark_entry, cell_id, new_document
 
 
 def _unreadable(path: Path) -> str | None:
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         document = ingest(args.logs)
     except OSError as exc:
         raise InputError(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
-    write_document(document, args.output)
+    write_run(document, args.output)
     print(f"ingest: wrote {len(document['benchmarks'])} boots "
           f"(+{len(document['coldstart']['unrecorded'])} failed) to {args.output}", file=sys.stderr)
     return 0

@@ -51,7 +51,8 @@ from analysis.shards import (
     stamp_epoch,
 )
 from coldstart import program_name
-from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs, write_document
+from harness.document import write_run
+from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs
 
 # Reading a shard is analysis.shards'; its names stay importable from here.
 __all__ = ["CELL_AXES", "CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "main",
@@ -189,7 +190,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
                          "its commit)")
     machines = group_machines([_identity(c) for c in cells])
     docs = [s.doc for s in shards if s.doc is not None]
-    infos = [c.machine_info for c in cells] or [s.doc.get("machine_info") or {} for s in shards
+    infos = [c.machine_info for c in cells] or [s.doc.machine_info for s in shards
                                                 if s.doc is not None]
     if len(machines) <= 1:
         # One machine (or identical nodes): the richest description of it stands for all,
@@ -217,7 +218,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
         # One commit: it. Several (allowed): what they share; each cell says its own. No
         # cell: the documents' own, where they agree.
         "commit_info": _common(list(commits.values())) if commits else _agreed(
-            [d.get("commit_info") for d in docs if d.get("commit_info")]),
+            [d.commit_info for d in docs if d.commit_info]),
         "benchmarks": entries,
         "datetime": datetime.now().astimezone().isoformat(),
         DOCUMENT_KEY: {
@@ -232,7 +233,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
             "machines": len(machines),
         },
     }
-    versions = [d.get("version") for d in docs if d.get("version")]
+    versions = [d.version for d in docs if d.version]
     if versions:
         merged["version"] = versions[0]  # pytest-benchmark's, read by its own tools
     return name_runs(merged)
@@ -258,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = merge(paths, prefer_newest=args.prefer == "newest",
                 allow_mixed_versions=args.allow_mixed_versions,
                 allow_mixed_commits=args.allow_mixed_commits)
-    write_document(doc, args.out)
+    write_run(doc, args.out)
     meta = doc[DOCUMENT_KEY]
     print(f"analysis.merge: {len(doc['benchmarks']) + len(meta['unrecorded'])} cells "
           f"({len(doc['benchmarks'])} recorded, {len(meta['unrecorded'])} unrecorded) from "

@@ -18,7 +18,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.document import CELL_AXES, read_results
+from harness.document import (
+    CELL_AXES,
+    RunDocument,
+    cell_axes,
+    cells_log_line,
+    read_cells,
+    run_document,
+)
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
@@ -29,7 +36,6 @@ from harness.schema import (
     cell_id,
     cell_stats,
     read_json,
-    validation_summary,
 )
 
 __all__ = ["CELL_AXES", "CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell",
@@ -85,7 +91,7 @@ class Shard:
     matrix: str | None
     host: str | None
     cells: list[ShardCell]
-    doc: dict[str, Any] | None = None
+    doc: RunDocument | None = None
     matrix_cells: dict[str, Any] | None = None  # {"count", "sha256"}: which matrix (schema 3)
     run_rounds: set[int] | None = None  # the --rounds its cells log's lines say (schema 3)
 
@@ -129,45 +135,38 @@ def raw_schema_versions(path: Path) -> set[Any]:
 
 
 def _read_document(path: Path) -> Shard:
-    read_results(path, all_rounds=True)  # refuses what is no result document, in its words
-    doc = read_json(path)
-    if not isinstance(doc, dict) or "benchmarks" not in doc:
+    data = read_json(path, MergeError)
+    if not isinstance(data, dict) or "benchmarks" not in data:
+        read_cells(path)  # what is no result at all is refused in the reader's words
         raise MergeError(f"{path}: not the JSON of `pytest benchmarks/ --benchmark-json` "
                          "(a single result or a list of them)")
-    meta = doc.get(DOCUMENT_KEY) or {}
-    info = doc.get("machine_info") if isinstance(doc.get("machine_info"), dict) else {}
-    written = (stamp_epoch(meta.get("written_at")) or stamp_epoch(doc.get("datetime"))
+    doc = run_document(data, str(path))
+    meta, info = doc.coldstart, doc.machine_info
+    written = (stamp_epoch(meta.written_at) or stamp_epoch(doc.datetime)
                or path.stat().st_mtime)
-    schema = {meta.get("schema_version", SCHEMA_VERSION)}
-    vllm = {v} if (v := (info.get(DOCUMENT_KEY) or {}).get("vllm")) else set()
-    commit = doc.get("commit_info") if isinstance(doc.get("commit_info"), dict) else None
-    commit = commit or None
+    schema = {meta.schema_version}
+    vllm = {v} if (v := doc.machine_facts.get("vllm")) else set()
+    commit = doc.commit_info or None
     cells = []
-    for entry in doc["benchmarks"]:
-        params = entry.get("params")
-        cid = cell_id(params) if isinstance(params, dict) and params else str(entry.get("name"))
-        # An input that is itself a merge keeps each cell's own machine.
-        cell_info = entry.get("machine_info", info)
-        clean = {k: v for k, v in entry.items() if k != "machine_info"}
-        s, vv = _versions_of(entry["extra_info"])
-        schema |= s
-        vllm |= vv
-        # An input that is itself a merge of commits keeps each cell's own.
-        cells.append(ShardCell(cid, clean, True, cell_info, str(path), written, True,
-                               entry["extra_info"].get("commit_info") or commit))
-    for result in meta.get("unrecorded", []):
-        cid = cell_id({**{a: result.get(a) for a in CELL_AXES}, **(result.get("axes") or {})})
-        cell_info = result.get("machine_info", info)
-        clean = {k: v for k, v in result.items() if k != "machine_info"}
-        s, vv = _versions_of(result)
-        schema |= s
-        vllm |= vv
-        cells.append(ShardCell(cid, clean, False, cell_info, str(path), written, True,
-                               result.get("commit_info") or commit))
-    host = meta.get("host") or info.get("node")
-    return Shard(path, "json", schema, vllm, meta.get("rounds"), meta.get("matrix"), host,
-                 cells, doc,
-                 meta["matrix_cells"] if isinstance(meta.get("matrix_cells"), dict) else None)
+    # An input that is itself a merge keeps each cell's own machine and commit.
+    for entry in doc.benchmarks:
+        fields = entry.extra_info
+        cid = cell_id(entry.params) if entry.params else str(entry.name)
+        record = entry.model_dump(mode="json", exclude_unset=True, exclude={"machine_info"})
+        cells.append(ShardCell(cid, record, True, entry.machine_info or info, str(path),
+                               written, True, fields.commit_info or commit))
+        schema.add(fields.schema_version)
+        vllm |= {fields.vllm_version} if fields.vllm_version else set()
+    for result in meta.unrecorded:
+        cid = cell_id(cell_axes(result))
+        record = result.model_dump(mode="json", exclude_unset=True, exclude={"machine_info"})
+        cells.append(ShardCell(cid, record, False, result.machine_info or info, str(path),
+                               written, True, result.commit_info or commit))
+        schema.add(result.schema_version)
+        vllm |= {result.vllm_version} if result.vllm_version else set()
+    host = meta.host or info.get("node")
+    return Shard(path, "json", schema, vllm, meta.rounds, meta.matrix, host,
+                 cells, doc, meta.matrix_cells)
 
 
 def _log_records(path: Path, *, quiet: bool = False) -> list[tuple[int, Any]]:
@@ -232,34 +231,25 @@ def _read_cells_log(path: Path) -> Shard:
     fingerprints: list[dict[str, Any]] = []
     run_rounds: set[int] = set()
     host = None
-    for n, entry in records:
-        if not isinstance(entry, dict) or not isinstance(entry.get("result"), dict):
-            raise MergeError(f"{path}:{n}: no 'result' object: not a cells log of "
-                             "`pytest benchmarks/`")
+    for n, data in records:
         try:
-            result = BootResult.model_validate(
-                {k: v for k, v in entry["result"].items() if k in BootResult.model_fields})
-            rounds = [BootResult.model_validate(
-                {k: v for k, v in r.items() if k in BootResult.model_fields})
-                for r in entry.get("rounds") or [entry["result"]]]
-        except Exception as exc:
-            raise MergeError(f"{path}:{n}: not a BootResult: {validation_summary(exc)}") \
-                from exc
-        params = entry.get("params") if isinstance(entry.get("params"), dict) else \
+            line = cells_log_line(data, f"{path}:{n}")
+        except SchemaError as exc:
+            raise MergeError(str(exc)) from exc
+        result, rounds = line.result, line.rounds
+        params = line.params if line.params is not None else \
             {**{a: getattr(result, a) for a in CELL_AXES}, **result.axes}
-        cid = entry.get("cell") or cell_id(params)
-        checks = entry.get("checks_failed") or []
-        info = entry.get("machine_info") if isinstance(entry.get("machine_info"), dict) else {}
+        cid = line.cell or cell_id(params)
+        checks = line.checks_failed
+        info = line.machine_info
         host = host or (info.get(DOCUMENT_KEY) or {}).get("host")
-        if isinstance(entry.get("matrix"), str):
-            matrices.add(entry["matrix"])
-        if isinstance(entry.get("matrix_cells"), dict) \
-                and entry["matrix_cells"] not in fingerprints:
-            fingerprints.append(entry["matrix_cells"])
-        if isinstance(entry.get("run_rounds"), int):
-            run_rounds.add(entry["run_rounds"])
-        commit = entry.get("commit_info") if isinstance(entry.get("commit_info"), dict) \
-            else None
+        if line.matrix is not None:
+            matrices.add(line.matrix)
+        if line.matrix_cells is not None and line.matrix_cells not in fingerprints:
+            fingerprints.append(line.matrix_cells)
+        if line.run_rounds is not None:
+            run_rounds.add(line.run_rounds)
+        commit = line.commit_info
         record = benchmark_entry(result, name=f"test_cold_start[{cid}]", params=params,
                                  rounds=rounds)
         # as pytest names the cell in the shards that wrote their JSON (compare --between

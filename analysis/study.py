@@ -45,6 +45,7 @@ from analysis.errors import FeatureError
 from analysis.feature_model import ModelFeatures
 from analysis.study_features import study_entry_features
 from coldstart import program_name
+from harness.document import write_run
 from harness.logs import read_log
 from harness.schema import (
     PHASE_NAMES,
@@ -54,7 +55,6 @@ from harness.schema import (
     benchmark_entry,
     new_document,
     read_json,
-    write_document,
 )
 from harness.study import STUDY_PHASE_MAP
 
@@ -388,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--features-out", help="also write {model: features} JSON here")
     args = parser.parse_args(argv)
     study = read_study(args.source, models_config=args.models_config, logs=args.logs)
-    write_document(study_document(study), args.output)
+    write_run(study_document(study), args.output)
     if args.features_out:
         Path(args.features_out).write_text(json.dumps(
             {k: v.model_dump(mode="json") for k, v in study.features.items()}, indent=2) + "\n")

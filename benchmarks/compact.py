@@ -12,12 +12,12 @@ a run written before the two agreed reads the same to ``pytest-benchmark compare
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from benchmarks.check import read_document
 from coldstart import program_name
+from harness.document import write_run
 from harness.schema import (  # noqa: F401  (measured_walls, wall_stats: read from here too)
     DOCUMENT_KEY,
     STATS_TIMER,
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     args.json = args.json[0]
     try:
         doc = compact(read_document(args.json), keep_events=args.keep_events)
-        args.out.write_text(json.dumps(doc, indent=1) + "\n")
+        write_run(doc, args.out, indent=1)
     except (SchemaError, OSError) as exc:
         print(f"benchmarks.compact: error: {exc}", file=sys.stderr)
         return 2
@@ -128,7 +128,7 @@ def _upgrade_files(paths: list[Path]) -> int:
     for path in paths:
         try:
             doc = upgrade(read_document(path))
-            path.write_text(json.dumps(doc, indent=1) + "\n")
+            write_run(doc, path, indent=1)
         except (SchemaError, OSError) as exc:
             print(f"benchmarks.compact: error: {exc}", file=sys.stderr)
             return 2

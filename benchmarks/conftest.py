@@ -44,6 +44,7 @@ from benchmarks.matrix import (
 )
 from benchmarks.resume import resumable_entries
 from benchmarks.split import ShardPlugin
+from harness.document import CellsLogLine, write_run
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
@@ -54,7 +55,6 @@ from harness.schema import (
     name_runs,
     new_document,
     wall_stats,
-    write_document,
 )
 
 
@@ -234,16 +234,14 @@ class ColdstartSession:
             # (analysis.merge), and its cells must still say which machine they ran on.
             # matrix, run_rounds, commit_info: what analysis.merge checks a log's shard by
             # (a shard of another matrix, rounds the JSON does not say, another commit).
-            fh.write(json.dumps({"cell": cell.id, "params": cell.params(),
-                                 "machine_info": _machine_info(self.config),
-                                 "matrix": self.config.getoption("matrix"),
-                                 "matrix_cells": _matrix_cells(self.config),
-                                 "run_rounds": self.rounds,
-                                 "commit_info": _commit_info(self.config),
-                                 "checks_failed": checks_failed or [],
-                                 "result": result.model_dump(mode="json"),
-                                 "rounds": [r.model_dump(mode="json")
-                                            for r in (rounds or [result])]}) + "\n")
+            line = CellsLogLine(cell=cell.id, params=cell.params(),
+                                machine_info=_machine_info(self.config),
+                                matrix=self.config.getoption("matrix"),
+                                matrix_cells=_matrix_cells(self.config),
+                                run_rounds=self.rounds, commit_info=_commit_info(self.config),
+                                checks_failed=checks_failed or [], result=result,
+                                rounds=rounds or [result])
+            fh.write(json.dumps(line.model_dump(mode="json")) + "\n")
 
 
 @functools.cache
@@ -407,4 +405,4 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from benchmarks.provenance import machine_facts
 
     doc = new_document(machine_info={DOCUMENT_KEY: machine_facts()})
-    write_document(_complete(config, doc), path)
+    write_run(_complete(config, doc), path)

@@ -43,8 +43,8 @@ from benchmarks._rounds import (
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from coldstart import program_name
+from harness.document import write_run
 from harness.registry import WrapTarget
-from harness.schema import write_document
 
 # analysis.compare's options the gate hands on as they are.
 COMPARE_OPTIONS = (("--threshold", float), ("--noise-floor-s", float), ("--alpha", float))
@@ -128,7 +128,7 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
                                               "side": ("base", "new")[side],
                                               "order": order_label(slots)}})
         path = out_dir / release_file(release)
-        write_document(doc, path)
+        write_run(doc, path)
         paths.append(path)
         progress(f"wrote {path}")
     if stopped:

@@ -45,8 +45,8 @@ from benchmarks._rounds import (
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from coldstart import program_name
-from harness.document import read_results
-from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json, write_document
+from harness.document import read_results, write_run
+from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json
 
 TOTAL = "total"
 # compare's statuses as the plot marks them: (marker, filled, colour)
@@ -325,7 +325,7 @@ def run_history(args, releases: list[Release], cells: list[Cell], runner: SlotRu
         doc = merge_side(mine, release, matrix=args.matrix, rounds=args.rounds,
                          missing_targets=missing[side] if missing else ())
         path = args.out_dir / release_file(release)
-        write_document(doc, path)
+        write_run(doc, path)
         paths.append(path)
     if len(paths) >= 2:
         try:

@@ -4,8 +4,9 @@ generated from its pydantic model (the one source of truth), so other tools can 
     coldstart schema                 # the names, with their models and versions
     coldstart schema boot-result -o boot-result.schema.json
 
-A run document is pytest-benchmark's JSON; each cell's ``extra_info`` is a ``boot-result``
-(its median round) with ``rounds`` (every round's); ``docs/format.md`` describes the whole.
+A run document is pytest-benchmark's JSON (``run``); each cell's ``extra_info`` is a
+``boot-result`` (its median round) with ``rounds`` (every round's); ``docs/format.md``
+describes the whole.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from coldstart import program_name
 
 # name -> (module, model, what it is); imported only when asked, so this runs without vLLM.
 DOCUMENTS: dict[str, tuple[str, str, str]] = {
+    "run": ("harness.document", "RunDocument",
+            "a run: pytest benchmarks/ --benchmark-json, gate, history, merge, ingest, compact"),
+    "cells-log-line": ("harness.document", "CellsLogLine",
+                       "one line of a run's cells log (OUT.json.cells.jsonl)"),
     "boot-result": ("harness.schema", "BootResult",
                     "one boot (python -m harness --out), a cell's extra_info, an ingested log"),
     "matrix-file": ("benchmarks.matrix_schema", "MatrixFile",

@@ -33,7 +33,7 @@ from harness.schema import (
     validation_summary,
 )
 
-__all__ = ["CELL_AXES", "CellInfo", "Entry", "RunCell", "RunDocument", "RunMeta",
+__all__ = ["CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell", "RunDocument", "RunMeta",
            "UnrecordedCell", "boot_of", "cell_axes", "check_version", "headline_round",
            "read_cells", "read_results", "read_run", "run_document", "write_run"]
 
@@ -149,6 +149,42 @@ class RunDocument(BaseModel):
         """Our machine facts (``machine_info.coldstart``: CPU, GPUs, vLLM, ...)."""
         facts = self.machine_info.get(DOCUMENT_KEY)
         return facts if isinstance(facts, dict) else {}
+
+
+class CellsLogLine(BaseModel):
+    """One line of a run's cells log (``OUT.json.cells.jsonl``): a cell as it ended, written
+    at once, so a run killed before pytest-benchmark writes its JSON loses no cell;
+    ``analysis.merge`` makes the run from these lines where the JSON is missing."""
+
+    model_config = ConfigDict(extra="allow")
+
+    cell: str | None = None
+    params: dict[str, Any] | None = None
+    machine_info: dict[str, Any] = Field(default_factory=dict)
+    # What analysis.merge checks a log's shard by (schema 3): the matrix, the --rounds
+    # asked, the checkout.
+    matrix: str | None = None
+    matrix_cells: dict[str, Any] | None = None
+    run_rounds: int | None = None
+    commit_info: dict[str, Any] | None = None
+    checks_failed: list[str] = Field(default_factory=list)
+    result: BootResult
+    rounds: list[BootResult] = Field(default_factory=list)
+
+
+def cells_log_line(data: Any, where: str) -> CellsLogLine:
+    """One cells-log line typed, or one SchemaError line saying what is wrong."""
+    if not isinstance(data, dict) or not isinstance(data.get("result"), dict):
+        raise SchemaError(f"{where}: no 'result' object: not a cells log of "
+                          "`pytest benchmarks/`")
+    rounds = data.get("rounds")
+    try:
+        return CellsLogLine.model_validate({
+            **data, "result": _rounds_known(data["result"]),
+            "rounds": [_rounds_known(r) if isinstance(r, dict) else r
+                       for r in rounds or [data["result"]]]})
+    except ValidationError as exc:
+        raise SchemaError(f"{where}: not a BootResult: {validation_summary(exc)}") from exc
 
 
 @dataclass
@@ -323,9 +359,9 @@ def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResu
     return [c.headline for c in cells]
 
 
-def write_run(doc: RunDocument | dict[str, Any], path: str | Path) -> None:
+def write_run(doc: RunDocument | dict[str, Any], path: str | Path, *, indent: int = 2) -> None:
     """Write a result document, checked against the models first (a writer's mistake fails
     here, not in the reader of the file). The keys written are the ones given."""
     typed = doc if isinstance(doc, RunDocument) else run_document(doc, str(path))
     Path(path).write_text(json.dumps(typed.model_dump(mode="json", exclude_unset=True),
-                                     indent=2, sort_keys=False) + "\n")
+                                     indent=indent, sort_keys=False) + "\n")

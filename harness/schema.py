@@ -341,10 +341,6 @@ def new_document(entries: list[dict[str, Any]] | None = None,
     }
 
 
-def write_document(doc: dict[str, Any], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
-
-
 def gpu_models(gpus: Any) -> list[str]:
     """The GPU models of a ``machine_info.coldstart.gpus`` list, each once: one H100 or two is
     one kind of machine; a malformed list or a nameless entry says nothing."""

@@ -11,7 +11,8 @@ import pytest
 from analysis._cli import run_cli
 from analysis.compare import compare_results, metric_change, min_two_sided_p
 from analysis.compare import main as compare_main
-from harness.schema import BootResult, benchmark_entry, new_document, write_document
+from harness.document import write_run
+from harness.schema import BootResult, benchmark_entry, new_document
 
 MACHINE = {"cpu": {"brand_raw": "AMD EPYC 9354 32-Core Processor", "count": 32},
            "system": "Linux", "machine": "x86_64"}
@@ -51,7 +52,7 @@ def _doc(path: Path, *, rounds: int, version: str, slower: dict[str, float] | No
         measured = [b for b in boots if b.state == "measured"]
         entries.append(benchmark_entry(measured[len(measured) // 2], name=f"boot[{model}]",
                                        params={"model": model}, rounds=boots))
-    write_document(new_document(entries, unrecorded=unrecorded,
+    write_run(new_document(entries, unrecorded=unrecorded,
                                 machine_info=machine or MACHINE), path)
     return path
 
@@ -179,10 +180,10 @@ def test_study_iterations_as_rounds(study_reference: Path, tmp_path: Path) -> No
 
     doc = study_document(read_study(study_reference / "figures" / "figure-rest"))
     base = tmp_path / "study.json"
-    write_document(doc, base)
+    write_run(doc, base)
     # qwen-7b loads in 28.47 s (5 iterations within 0.02 s), boots in 51.3-52.1 s.
     slow = tmp_path / "slow.json"
-    write_document(_slowed(doc, "qwen-7b", "model_loading", 3.0), slow)
+    write_run(_slowed(doc, "qwen-7b", "model_loading", 3.0), slow)
     code, changes = _changes(base, slow, tmp_path)
     assert code == 1
     flagged = {(c["cell"].split("-platform")[0], c["metric"]) for c in changes
@@ -194,7 +195,7 @@ def test_study_iterations_as_rounds(study_reference: Path, tmp_path: Path) -> No
     assert len(changes) == 22 * 7  # 22 models x (6 phases + total), every one compared
     # +0.5 s (1.8 %) is under the threshold: the copy passes, every metric "no change"
     small = tmp_path / "small.json"
-    write_document(_slowed(doc, "qwen-7b", "model_loading", 0.5), small)
+    write_run(_slowed(doc, "qwen-7b", "model_loading", 0.5), small)
     code, changes = _changes(base, small, tmp_path)
     assert code == 0 and {c["status"] for c in changes} == {"no change"}
 

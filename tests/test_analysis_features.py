@@ -358,11 +358,11 @@ def test_module_cli_answers_a_lost_model_folder_in_one_line(tmp_path: Path) -> N
     import subprocess
     import sys
 
-    from harness.schema import BootResult, write_document
+    from harness.schema import BootResult
 
     result = tmp_path / "boot.json"
-    write_document(BootResult(state="measured", model="gone", model_path=str(tmp_path / "gone"),
-                              platform="cpu").model_dump(mode="json"), result)
+    result.write_text(BootResult(state="measured", model="gone", model_path=str(tmp_path / "gone"),
+                                 platform="cpu").model_dump_json())
     run = subprocess.run([sys.executable, "-m", "analysis.features", str(result), "-o",
                           str(tmp_path / "f.json")], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], timeout=120)
@@ -370,8 +370,7 @@ def test_module_cli_answers_a_lost_model_folder_in_one_line(tmp_path: Path) -> N
     assert run.stderr.startswith("analysis.features: error: ") and "gone" in run.stderr
     # Nothing measured with a folder: nothing to write is an error, not an empty file.
     skipped = tmp_path / "skipped.json"
-    write_document(BootResult(state="skipped", model="x", skip_reason="busy").model_dump(
-        mode="json"), skipped)
+    skipped.write_text(BootResult(state="skipped", model="x", skip_reason="busy").model_dump_json())
     run = subprocess.run([sys.executable, "-m", "analysis.features", str(skipped), "-o",
                           str(tmp_path / "f.json")], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], timeout=120)
@@ -385,7 +384,8 @@ def test_one_path_from_a_boot_to_its_features(llama_dir: Path, tmp_path: Path) -
     a fit repeated from the file sees what the first fit saw."""
     from analysis.dataset import build_dataset
     from analysis.features import main as features_main
-    from harness.schema import BootResult, benchmark_entry, new_document, write_document
+    from harness.document import write_run
+    from harness.schema import BootResult, benchmark_entry, new_document
 
     cache = tmp_path / "torch_compile_cache" / "abc"
     cache.mkdir(parents=True)
@@ -397,7 +397,7 @@ def test_one_path_from_a_boot_to_its_features(llama_dir: Path, tmp_path: Path) -
                         platform="cpu", vllm_version="0.32.0", wall_s=1.0,
                         evidence={"compile_cache_dir": str(tmp_path / "deleted")})]
     doc = tmp_path / "run.json"
-    write_document(new_document([benchmark_entry(b, name=f"t[{b.model}]", params={})
+    write_run(new_document([benchmark_entry(b, name=f"t[{b.model}]", params={})
                                  for b in boots]), doc)
     out = tmp_path / "features.json"
     assert features_main([str(doc), "-o", str(out)]) == 0

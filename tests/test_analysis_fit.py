@@ -13,7 +13,8 @@ import pytest
 from analysis._cli import run_cli
 from analysis.fit import main as fit_main
 from analysis.study import STUDY_HOLDOUT, STUDY_REPORTED
-from harness.schema import BootResult, benchmark_entry, new_document, write_document
+from harness.document import write_run
+from harness.schema import BootResult, benchmark_entry, new_document
 
 REPO = Path(__file__).resolve().parents[1]
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
@@ -237,7 +238,7 @@ def _entry(r: BootResult) -> dict:
 
 
 def _write(entries: list, path: Path, unrecorded: list | None = None) -> None:
-    write_document(new_document(entries, unrecorded=unrecorded,
+    write_run(new_document(entries, unrecorded=unrecorded,
                                 machine_info={"cpu": {"brand_raw": "X", "count": 2}}), path)
 
 
@@ -485,7 +486,6 @@ def test_result_files_of_two_machines_are_refused(capsys, tmp_path: Path,
 
 def test_what_makes_two_machines() -> None:
     from analysis.dataset import machine_identity, one_machine
-
     from harness.document import RunDocument
 
     def doc(gpus, cpu="EPYC"):

@@ -86,10 +86,10 @@ def test_hybrid_models_are_known_from_the_logs_architecture_line(study) -> None:
 
 
 def test_document_round_trips_through_read_results(study, tmp_path: Path) -> None:
-    from harness.schema import write_document
+    from harness.document import write_run
 
     p = tmp_path / "study.json"
-    write_document(study_document(study), p)
+    write_run(study_document(study), p)
     medians = read_results(p)
     assert [r.model for r in medians] == [r.model for r in study.results]
     assert len(read_results(p, all_rounds=True)) == 22 * 5
@@ -118,7 +118,7 @@ def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path
     """figures/README.md: n1 (H100 NVL) for all but figure 10's second GPU (n2, L40S) and
     figure 11's second CPU (n3); the result document says so, and a compare refuses the pair."""
     from analysis.compare import main as compare_main
-    from harness.schema import write_document
+    from harness.document import write_run
 
     figures = figure_rest.parent
     assert study.machine["gpu"] == "H100 NVL" and study.machine["node"] == "n1"
@@ -130,8 +130,8 @@ def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path
     monkeypatch.chdir(figures / "figure-10" / "gpu1")
     assert read_study(".").machine["node"] == "n2"
     assert read_study("../gpu1").machine["gpu"] == "L40S"
-    write_document(study_document(l40s), tmp_path / "n2.json")
-    write_document(study_document(study), tmp_path / "n1.json")
+    write_run(study_document(l40s), tmp_path / "n2.json")
+    write_run(study_document(study), tmp_path / "n1.json")
     doc = json.loads((tmp_path / "n2.json").read_text())
     assert doc["machine_info"]["gpu"] == "L40S" and doc["machine_info"]["node"] == "study-n2"
     with pytest.raises(SchemaError, match="gpu.*'H100 NVL'.*'L40S'"):

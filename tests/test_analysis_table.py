@@ -7,8 +7,8 @@ from pathlib import Path
 
 from analysis._cli import run_cli
 from analysis.table import main as table_main
-from harness.document import read_results
-from harness.schema import new_document, write_document
+from harness.document import read_results, write_run
+from harness.schema import new_document
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -27,7 +27,7 @@ def test_markdown_rows_of_a_real_run(capsys) -> None:
 
 def test_a_run_without_boots_is_one_line(tmp_path: Path, capsys) -> None:
     empty = tmp_path / "empty.json"
-    write_document(new_document([]), empty)
+    write_run(new_document([]), empty)
     assert json.loads(empty.read_text())["benchmarks"] == []
     assert run_cli("analysis.table", table_main, [str(empty)]) == 2
     err = capsys.readouterr().err

