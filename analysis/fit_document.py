@@ -7,6 +7,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from analysis.fit_groups import GroupFit
+from analysis.predictor_file import PredictorFile
 from analysis.storage import training_bandwidth
 from harness.schema import SCHEMA_VERSION
 
@@ -25,8 +26,8 @@ PREDICTOR_SCHEMA_VERSION = 3
 
 def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0.05,
                        machine: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The versioned predictor file ``analysis.predict`` reads."""
-    return {
+    """The versioned predictor file ``analysis.predict`` reads (``PredictorFile``)."""
+    doc = {
         "predictor_schema_version": PREDICTOR_SCHEMA_VERSION,
         "result_schema_version": SCHEMA_VERSION,
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -49,6 +50,8 @@ def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0
                              if r.model in f.train and r.features.traits()},
         } for f in fits],
     }
+    PredictorFile.model_validate(doc)  # a writer's mistake fails here, not in predict
+    return doc
 
 
 def summary_json(fits: list[GroupFit], not_fitted: list[dict[str, Any]] | None = None

@@ -26,9 +26,9 @@ import math
 import sys
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import CONFIG_FIELDS, config_label
@@ -41,6 +41,12 @@ from analysis.features import (
     trait_kind,
 )
 from analysis.model import PhaseModel, Prediction, combine_predictions
+from analysis.predictor_file import (
+    SUPPORTED_PREDICTOR_VERSION,
+    SUPPORTED_PREDICTOR_VERSIONS,
+    PredictorFile,
+    PredictorGroup,
+)
 from analysis.predictors import (
     describe_calibration,
     describe_predictor,
@@ -55,24 +61,6 @@ from harness.schema import SchemaError, read_json, validation_summary
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
            "domain_warnings", "main"]
 
-# 2: sub-phases fitted in place of a phase; 3: the training boots' load bandwidth
-SUPPORTED_PREDICTOR_VERSIONS = (1, 2, 3)
-SUPPORTED_PREDICTOR_VERSION = max(SUPPORTED_PREDICTOR_VERSIONS)
-
-
-class PredictorGroup(BaseModel):
-    """One configuration of a predictor file (``analysis.fit.predictor_document``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    key: dict[str, str | None]
-    train: list[str] = Field(default_factory=list)
-    holdout: list[str] = Field(default_factory=list)
-    measured_total: Literal["wall_s", "phase_sum"] | None = None
-    phases: dict[str, PhaseModel]
-    split: dict[str, list[str]] = Field(default_factory=dict)
-    train_traits: dict[str, list[str]] | None = None  # absent in files written before it
-    load_bandwidth: dict[str, float] | None = None  # analysis.storage.training_bandwidth
 
 
 def _finite(values: list[float]) -> bool:
@@ -154,6 +142,10 @@ def load_predictor(path: str | Path) -> dict[str, Any]:
         if group.train_traits is None:
             out.pop("train_traits")  # so domain_warnings knows the file predates them
         checked.append(out)
+    try:
+        PredictorFile.model_validate({**doc, "groups": groups})
+    except ValidationError as exc:
+        raise SchemaError(f"{p}: {validation_summary(exc)}") from exc
     return {**doc, "groups": checked}
 
 

@@ -29,8 +29,10 @@ DOCUMENTS: dict[str, tuple[str, str, str]] = {
                     "one boot (python -m harness --out), a cell's extra_info, an ingested log"),
     "matrix-file": ("benchmarks.matrix_schema", "MatrixFile",
                     "a matrix file (pytest benchmarks/ --matrix FILE.yaml)"),
-    "predictor-group": ("analysis.predict", "PredictorGroup",
-                        "one configuration of a predictor file (analysis.fit -> predictor.json)"),
+    "predictor-file": ("analysis.predictor_file", "PredictorFile",
+                       "a predictor file (analysis.fit -> predictor.json, analysis/predictors/)"),
+    "predictor-group": ("analysis.predictor_file", "PredictorGroup",
+                        "one configuration of a predictor file"),
 }
 
 

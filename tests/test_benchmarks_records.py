@@ -244,7 +244,7 @@ def test_check_refuses_an_axis_option_given_without_a_value(tmp_path, capsys, em
 
 
 def test_a_cell_without_a_measured_round_is_recorded_by_its_failed_boot() -> None:
-    from benchmarks.test_cold_start import _median_round
+    from harness.document import headline_round as _median_round
     from harness.schema import BootResult
 
     failed = BootResult(state="failed", model="m", error="EngineCore died")

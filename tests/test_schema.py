@@ -144,3 +144,25 @@ def test_every_committed_document_reads_typed_and_writes_back_the_same(path, tmp
     cells = doc.cells()
     assert len(cells) == len(doc.benchmarks) + len(doc.coldstart.unrecorded)
     assert all(c.rounds and type(c.headline) is BootResult for c in cells)
+
+
+def test_the_json_schemas_of_run_and_predictor_file_accept_every_committed_one():
+    jsonschema = pytest.importorskip("jsonschema")
+    from pathlib import Path
+
+    from coldstart.schema import json_schema
+
+    run = jsonschema.Draft202012Validator(json_schema("run"))
+    for path in COMMITTED:
+        run.validate(json.loads(path.read_text()))
+    predictor = jsonschema.Draft202012Validator(json_schema("predictor-file"))
+    shipped = sorted((Path(__file__).resolve().parents[1] / "analysis" / "predictors")
+                     .glob("*.json"))
+    assert len(shipped) >= 4
+    for path in shipped:
+        predictor.validate(json.loads(path.read_text()))
+    # and they refuse what is not one
+    with pytest.raises(jsonschema.ValidationError):
+        run.validate({"benchmarks": [{"name": "x", "extra_info": {"state": "measured"}}]})
+    with pytest.raises(jsonschema.ValidationError):
+        predictor.validate({"predictor_schema_version": 3})
