@@ -2,7 +2,7 @@
 
 One record per boot, read by ``harness.logs.read_boots`` (a log a restarted pod appended
 several boots to gives one record each, in order) and written with the suite's result
-document functions, so ``harness.schema.read_results(out.json)`` reads it back like a
+document functions, so ``harness.document.read_results(out.json)`` reads it back like a
 benchmark run. A boot that finished is a ``benchmarks`` entry; one that stops before start-up
 finished (it died, or the log was cut) is kept, as a failed boot, under
 ``coldstart.unrecorded``.

@@ -157,3 +157,30 @@ def test_screening_never_drops_the_point_that_gives_the_feature_its_spread() -> 
         [v for v, n in zip(x, names) if n not in m.outliers],
         [v for v, n in zip(y, names) if n not in m.outliers], 1)
     assert m.coefficients == pytest.approx([intercept, slope])
+
+
+def test_the_outlier_test_is_statsmodels_bonferroni_outlier_test() -> None:
+    """analysis.model.outlier_p_bonferroni is statsmodels' ``outlier_test`` in closed form:
+    the same corrected p on lines and constants, a gross point, and points the others fit
+    exactly (the deleted fit's variance 0: p 0)."""
+    import warnings
+
+    import statsmodels.api as sm
+
+    from analysis.model import outlier_p_bonferroni
+
+    rng = np.random.default_rng(7)
+    x = np.linspace(1.0, 16.0, 12)
+    cases = [sm.add_constant(x), np.ones((12, 1))]
+    for design in cases:
+        for y in (2.0 * x + rng.normal(0, 0.3, 12),
+                  np.where(np.arange(12) == 4, 40.0, 2.0 * x + rng.normal(0, 0.3, 12)),
+                  np.where(np.arange(12) == 9, 7.0, 1.5 * x)):
+            res = sm.OLS(y, design).fit()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ref = np.asarray(res.outlier_test(method="bonferroni"))[:, 2].astype(float)
+            mine = outlier_p_bonferroni(res)
+            assert np.allclose(mine, ref, rtol=1e-6, atol=1e-12, equal_nan=True), (mine, ref)
+    gross = sm.OLS(np.where(np.arange(12) == 4, 40.0, 2.0 * x), cases[0]).fit()
+    assert outlier_p_bonferroni(gross)[4] < 1e-6

@@ -193,7 +193,7 @@ def _measured() -> BootResult:
 @pytest.mark.parametrize("content, what", [
     ([_measured().model_dump(mode="json")], "a list of results, not the JSON of"),
     (_measured().model_dump(mode="json"), "a single BootResult, not the JSON of"),
-    # the shapes harness.schema.read_results refuses, in its words
+    # the shapes harness.document.read_results refuses, in its words
     ({"benchmarks": {"a": 1}}, "'benchmarks', 'coldstart' or its 'unrecorded' has the wrong"),
     ({"benchmarks": ["x"]}, "benchmark 0 is a JSON str, not an object"),
     ({"benchmarks": [], "coldstart": {"schema_version": "1"}}, "schema_version '1' is not"),

@@ -10,7 +10,7 @@ import pytest
 
 from analysis._cli import run_cli
 from analysis.ingest import main
-from harness import schema
+from harness import document
 from harness.logs import read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG, REPO_ROOT
 
@@ -33,7 +33,7 @@ def test_round_trip_through_read_results(logs: list[Path], tmp_path: Path, capsy
     out = tmp_path / "out.json"
     assert main([*map(str, logs), "-o", str(out)]) == 0
 
-    results = schema.read_results(out)
+    results = document.read_results(out)
     assert [r.model for r in results] == ["qwen-0.5b", "smollm2-135m", "yi-9b"]
     assert [r.state for r in results] == ["measured", "measured", "failed"]
     for result, log in zip(results, logs):
@@ -54,7 +54,7 @@ def test_round_trip_through_read_results(logs: list[Path], tmp_path: Path, capsy
 def test_failed_boot_is_kept_unrecorded(logs: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "out.json"
     assert main([str(logs[2]), "-o", str(out)]) == 0
-    (result,) = schema.read_results(out)
+    (result,) = document.read_results(out)
     assert result.state == "failed" and result.error
 
 
@@ -88,7 +88,7 @@ def test_module_entry_point(logs: list[Path], tmp_path: Path) -> None:
     run = subprocess.run([sys.executable, "-m", "analysis.ingest", str(logs[0]), "-o", str(out)],
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
-    assert schema.read_results(out)[0].model == "qwen-0.5b"
+    assert document.read_results(out)[0].model == "qwen-0.5b"
     missing = subprocess.run([sys.executable, "-m", "analysis.ingest", "nope.log", "-o", str(out)],
                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from analysis.ingest import main as ingest_main
-from harness import schema
+from harness import document, schema
 from harness.logs import read_boots, read_log, split_boots
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG
 
@@ -57,7 +57,7 @@ def test_ingest_writes_one_record_per_boot(tmp_path: Path, capsys) -> None:
     log.write_text(_cut_inside_loading(CPU_032_LOG) + CPU_032_LOG)
     out = tmp_path / "out.json"
     assert ingest_main([str(log), "-o", str(out)]) == 0
-    boots = schema.read_results(out)
+    boots = document.read_results(out)
     assert sorted(b.state for b in boots) == ["failed", "measured"]
     assert "boot 2/2" in capsys.readouterr().err
 
