@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.evidence import WeightsFacts
 from harness.schema import (
     DOCUMENT_KEY,
     BootResult,
@@ -159,6 +160,6 @@ def axis_effects(cells: list[Cell]) -> list[tuple[str, str, str, list[tuple[Cell
 
 def storage_floor_s(cell: Cell) -> float | None:
     """What a plain sequential read of the cell's weight files took (the storage floor)."""
-    w = cell.headline.evidence.get("weights") or {}
-    gbps, size = w.get("storage_floor_gbps"), w.get("file_bytes")
+    w = cell.headline.evidence.weights or WeightsFacts()
+    gbps, size = w.storage_floor_gbps, w.file_bytes
     return size / (gbps * 1e9) if gbps and size else None
