@@ -185,7 +185,7 @@ def _features_for(r: BootResult, known: dict[str, ModelFeatures],
     if r.model in known:
         return known[r.model]
     key = (r.model, r.model_path, r.platform, r.vllm_version,
-           (r.evidence or {}).get("compile_cache_dir"))
+           r.evidence.compile_cache_dir)
     if key not in cache:
         cache[key] = boot_features(r)
     return cache[key]

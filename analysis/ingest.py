@@ -47,8 +47,8 @@ def _params(result: BootResult, path: Path) -> dict[str, str]:
     # The path keeps two logs of one model (iterations 1..5 of the study) apart, the boot's
     # place in its log two boots of one log.
     params = {"model": result.model, "source": "log", "log": str(path)}
-    if "boot_in_log" in result.evidence:
-        params["boot"] = f"{result.evidence['boot_in_log']}of{result.evidence['boots_in_log']}"
+    if result.evidence.boot_in_log is not None:
+        params["boot"] = f"{result.evidence.boot_in_log}of{result.evidence.boots_in_log}"
     return params
 
 
@@ -60,7 +60,7 @@ def ingest(paths: list[Path]) -> dict:
         boots = read_boots(path)
         for result in boots:
             read = sum(v is not None for v in result.phases.values())
-            which = (f" boot {result.evidence['boot_in_log']}/{len(boots)}"
+            which = (f" boot {result.evidence.boot_in_log}/{len(boots)}"
                      if len(boots) > 1 else "")
             total = (f", printed total {result.printed_total_s:g} s"
                      if result.printed_total_s is not None else "")

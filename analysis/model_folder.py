@@ -191,7 +191,7 @@ def boot_features(result: Any) -> ModelFeatures:
     if not result.model_path:
         raise FeatureError(f"no features for model {result.model!r}: its results have no "
                            "model_path; give --features FILE")
-    cache = (result.evidence or {}).get("compile_cache_dir")
+    cache = result.evidence.compile_cache_dir
     if not (isinstance(cache, str) and Path(cache).is_dir()):
         cache = None
     engine = result.engine_config or {}

@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.document import CELL_AXES as AXES
 from harness.document import RunCell as Cell
 from harness.document import RunDocument, cell_axes, read_cells
+from harness.evidence import WeightsFacts
 from harness.schema import BootResult, SchemaError
 
 __all__ = ["AXES", "AXIS_ORDER", "RESIDUAL", "Cell", "axis_effects", "axis_names",
@@ -90,6 +91,6 @@ def axis_effects(cells: list[Cell]) -> list[tuple[str, str, str, list[tuple[Cell
 
 def storage_floor_s(cell: Cell) -> float | None:
     """What a plain sequential read of the cell's weight files took (the storage floor)."""
-    w = cell.headline.evidence.get("weights") or {}
-    gbps, size = w.get("storage_floor_gbps"), w.get("file_bytes")
+    w = cell.headline.evidence.weights or WeightsFacts()
+    gbps, size = w.storage_floor_gbps, w.file_bytes
     return size / (gbps * 1e9) if gbps and size else None

@@ -81,9 +81,8 @@ def command_facts(doc: RunDocument | None, cells: list[Cell]) -> dict[str, Any]:
     elif doc is None and len(cells) == 1:
         c = cells[0].headline
         facts = {"source": "single_boot", "boot": c}
-    facts["entrypoints"] = sorted({str(c.headline.evidence.get("entrypoint_command"))
-                                   for c in cells
-                                   if c.headline.evidence.get("entrypoint_command")})
-    facts["engine_kwargs"] = sorted({repr(c.headline.evidence.get("engine_kwargs"))
-                                     for c in cells if c.headline.evidence.get("engine_kwargs")})
+    facts["entrypoints"] = sorted({c.headline.evidence.entrypoint_command for c in cells
+                                   if c.headline.evidence.entrypoint_command})
+    facts["engine_kwargs"] = sorted({repr(c.headline.evidence.engine_kwargs)
+                                     for c in cells if c.headline.evidence.engine_kwargs})
     return facts

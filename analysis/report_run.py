@@ -27,6 +27,7 @@ from analysis.report_plots import (
     fig_rounds,
     fig_timeline,
 )
+from harness.evidence import WeightsFacts
 from harness.schema import PHASE_NAMES
 
 __all__ = ["render_run"]
@@ -45,7 +46,7 @@ def _cell_table(cells: list[Cell], axes: list[str]) -> dict[str, Any]:
     rows = []
     for c in cells:
         r = c.headline
-        w = r.evidence.get("weights") or {}
+        w = r.evidence.weights or WeightsFacts()
         n_ok = len(measured_rounds(c.rounds))
         # A measured cell: the median over its measured rounds (the comparison's median);
         # a failed or skipped one: its own round, up to where it stopped.
@@ -57,8 +58,8 @@ def _cell_table(cells: list[Cell], axes: list[str]) -> dict[str, Any]:
             "rounds": f"{n_ok}/{len(c.rounds)} measured",
             "phases": [(number_text(value(p)), r.phase_notes.get(p)) for p in PHASE_NAMES],
             "rest": [number_text(value(RESIDUAL)), number_text(value("total"), "{:.1f}"),
-                     r.compile_cache_observed, number_text(w.get("load_gbps")),
-                     number_text(w.get("fraction_of_floor"), "{:.0%}"), c.reason or ""],
+                     r.compile_cache_observed, number_text(w.load_gbps),
+                     number_text(w.fraction_of_floor, "{:.0%}"), c.reason or ""],
         })
     return {"headers": headers, "rows": rows}
 
@@ -76,7 +77,7 @@ def _subphase_rows(c: Cell) -> list[tuple[str, str, str, str]]:
             if name.split(".")[0] == p:
                 rows.append(("sub", name.split(".", 1)[1], number_text(v, "{:.3f}"), ""))
     rows.append(("plain", RESIDUAL, number_text(r.residual_s, "{:.3f}"), ", ".join(
-        f"{k} {v:.3f} s" for k, v in (r.evidence.get("residual_parts_s") or {}).items())))
+        f"{k} {v:.3f} s" for k, v in r.evidence.residual_parts_s.items())))
     rows.append(("phase", "wall", number_text(r.wall_s, "{:.3f}"), ""))
     return rows
 

@@ -11,7 +11,7 @@ at that bandwidth (``analysis.fit_select.CANDIDATE_FEATURES``).
 
 Where the bandwidth of a boot comes from:
 
-- this suite's boots: ``BootResult.evidence["weights"]["load_gbps"]``, the weight files'
+- this suite's boots: ``BootResult.evidence.weights.load_gbps``, the weight files'
   bytes over the traced weight-loading seconds (``harness.interpret``);
 - the study's boots (and any boot without that evidence): the model's weight bytes (the
   log's "Model loading took X GiB") over the boot's ``model_loading.load_weights`` seconds
@@ -40,8 +40,7 @@ LOAD_BANDWIDTH_FEATURE = "weight_bytes_over_load_bandwidth"
 
 def boot_load_bandwidth(boot: Any, weight_bytes: int | None) -> float | None:
     """Bytes per second one boot (a ``BootResult``) loaded its weights at; None: unknown."""
-    weights = (boot.evidence or {}).get("weights")
-    gbps = weights.get("load_gbps") if isinstance(weights, dict) else None
+    gbps = boot.evidence.weights.load_gbps if boot.evidence.weights else None
     if isinstance(gbps, (int, float)) and gbps > 0:
         return float(gbps) * 1e9
     seconds = (boot.subphases or {}).get("model_loading.load_weights")

@@ -201,7 +201,7 @@ _GIB = 2**30
 
 def _log_facts(log: Path) -> _LogFacts:
     """What a boot log says about the model, read by ``harness.logs.read_log``."""
-    facts = read_log(log).evidence.get("facts", {})
+    facts = read_log(log).evidence.facts
     gib = facts.get("weights_gib")
     sizes = facts.get("cuda_graph_sizes")
     return _LogFacts(

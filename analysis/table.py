@@ -11,6 +11,7 @@ import sys
 from analysis._cli import ArgumentParser, run_cli
 from coldstart import program_name
 from harness.document import read_results
+from harness.evidence import WeightsFacts
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
 SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
@@ -24,7 +25,7 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
                "compile cache seen", "weights GB/s", "of floor", "read from storage"]
     out = []
     for r in results:
-        w = r.evidence.get("weights", {})
+        w = r.evidence.weights or WeightsFacts()
 
         def num(v, fmt="{:.2f}"):
             return "-" if v is None else fmt.format(v)
@@ -32,9 +33,8 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
         out.append([r.model, r.loader or "-", r.compile_cache or "-", r.page_cache or "-",
                     r.entrypoint or "-", r.state, *(num(r.phases[p]) for p in PHASE_NAMES),
                     num(r.residual_s), num(r.wall_s, "{:.1f}"), num(r.ttft_s, "{:.3f}"),
-                    r.compile_cache_observed or "-", num(w.get("load_gbps")),
-                    num(w.get("fraction_of_floor"), "{:.0%}"),
-                    num(w.get("storage_read_bytes"), "{:,}") if "storage_read_bytes" in w else "-"])
+                    r.compile_cache_observed or "-", num(w.load_gbps),
+                    num(w.fraction_of_floor, "{:.0%}"), num(w.storage_read_bytes, "{:,}")])
     return headers, out
 
 

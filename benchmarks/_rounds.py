@@ -257,10 +257,10 @@ def apply_log_fallback(boot: BootResult, missing: Sequence[WrapTarget]) -> BootR
         if not sub:
             b.phase_notes[phase] = note
         else:
-            b.evidence.setdefault("subphase_notes", {})[t.event] = note
-    b.evidence["not_probed"] = not_probed
+            b.evidence.subphase_notes = {**b.evidence.subphase_notes, t.event: note}
+    b.evidence.not_probed = not_probed
     if from_log:
-        b.evidence["from_log"] = from_log
+        b.evidence.from_log = from_log
     return b
 
 

@@ -68,8 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             if missing:
                 problems.append(f"{cell.id}: phases not measured: "
                                 f"{ {p: r.phase_notes.get(p) for p in missing} }")
-            if r.evidence.get("probe_problems"):
-                problems.append(f"{cell.id}: probe problems: {r.evidence['probe_problems']}")
+            if r.evidence.probe_problems:
+                problems.append(f"{cell.id}: probe problems: {r.evidence.probe_problems}")
             if r.wall_s is None:
                 problems.append(f"{cell.id}: measured, but no wall time")
             else:

@@ -23,6 +23,7 @@ from harness.boot import (
 )
 from harness.correctness import judge_answer, judge_compile_cache
 from harness.document import headline_round
+from harness.evidence import WeightsFacts
 from harness.registry import LOADER_CLASSES, expected_compile_cache
 from harness.schema import NOT_APPLICABLE_PREFIX, BootResult, extra_info
 
@@ -159,7 +160,7 @@ def _check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
            "phases + residual != wall")
     expect(result.residual_s <= MAX_RESIDUAL_SHARE * wall,
            f"residual {result.residual_s:.2f} s is {result.residual_s / wall:.1%} of the boot "
-           f"({result.evidence.get('residual_parts_s')}): a phase boundary moved in this vLLM")
+           f"({result.evidence.residual_parts_s}): a phase boundary moved in this vLLM")
     for name in ("framework_bootstrap", "tokenizer_init", "model_loading", "kv_cache_profiling"):
         expect(bool(result.phases[name]), f"{name} not measured: {result.phase_notes.get(name)}")
     if cell.compile_cache == "off":
@@ -171,18 +172,18 @@ def _check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
                f"cuda_graph_capture on {result.platform}: {result.phases['cuda_graph_capture']}")
 
     # A probe that found no function to wrap, or failed, leaves its phase short or empty.
-    problems = result.evidence.get("probe_problems") or []
+    problems = result.evidence.probe_problems
     expect(not problems, f"probe problems: {problems}")
 
-    ran = " ".join(result.evidence.get("loader_targets", []))
+    ran = " ".join(result.evidence.loader_targets)
     expect(LOADER_CLASSES[cell.loader] in ran, f"asked for {cell.loader}, probes saw {ran!r}")
 
     # The page cache was as the cell says: proven by what weight loading read from storage.
-    weights = result.evidence.get("weights", {})
-    if cell.page_cache == "evicted" and "storage_read_bytes" in weights:
-        expect(weights["storage_read_bytes"] >= 0.5 * weights["file_bytes"],
+    weights = result.evidence.weights or WeightsFacts()
+    if cell.page_cache == "evicted" and weights.storage_read_bytes is not None:
+        expect(weights.storage_read_bytes >= 0.5 * weights.file_bytes,
                f"page_cache=evicted, but weight loading read only "
-               f"{weights['storage_read_bytes']:,} of {weights['file_bytes']:,} B from storage")
+               f"{weights.storage_read_bytes:,} of {weights.file_bytes:,} B from storage")
 
     # The registry may know no expectation for this vLLM or platform: that is one failed
     # check, and the checks after it still run.
@@ -196,7 +197,7 @@ def _check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
 
     # The answer proves the engine works: judged against a float32 reference of this machine
     # from the cell's own (pristine) fixture, never by its greedy text (harness.correctness).
-    if judge_answers and result.evidence.get("answer") is not None:
+    if judge_answers and result.evidence.answer is not None:
         try:
             verdict = judge_answer(result)
             failed.extend(f"answer {result.response_text!r}: {f}" for f in verdict.failures)
@@ -205,7 +206,7 @@ def _check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
                           f"{type(exc).__name__}: {exc}")
     if cell.entrypoint == "serve":
         expect(bool(result.ready_s) and result.ttft_s is not None, "serve: no ready / first token")
-    expect(not result.evidence.get("survivors"), "processes of the boot outlived it")
+    expect(not result.evidence.survivors, "processes of the boot outlived it")
 
 
 def _not_booted(cell: Cell, spec: BootSpec, **fields) -> BootResult:
@@ -305,10 +306,10 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
 
 
 def _compare_to_floor(result: BootResult, floor: dict) -> None:
-    weights = result.evidence.get("weights", {})
-    if weights.get("load_gbps") and floor.get("gbps"):
-        weights["storage_floor_gbps"] = floor["gbps"]
-        weights["fraction_of_floor"] = weights["load_gbps"] / floor["gbps"]
+    weights = result.evidence.weights
+    if weights and weights.load_gbps and floor.get("gbps"):
+        weights.storage_floor_gbps = floor["gbps"]
+        weights.fraction_of_floor = weights.load_gbps / floor["gbps"]
 
 
 def _on_record(benchmark, result: BootResult, rounds: list[BootResult], floor: dict,

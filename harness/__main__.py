@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 130
     answer_failures: list[str] = []
-    if args.check_answer and result.evidence.get("answer"):
+    if args.check_answer and result.evidence.answer:
         from harness.correctness import judge_answer
         from harness.reference import ReferenceError
 
@@ -151,8 +151,8 @@ def main(argv: list[str] | None = None) -> int:
                                            progress=progress).failures
         except ReferenceError as exc:
             answer_failures = [f"not judged: {exc}"]
-        for note in result.evidence.get("known_defects", []):
-            progress(note["note"])
+        for note in result.evidence.known_defects:
+            progress(note.note)
     args.out.write_text(result.model_dump_json(indent=2) + "\n")
     render_table(result)
     progress(f"wrote {args.out}")

@@ -20,7 +20,7 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from harness import pagecache, processes
 from harness.compile_cache import (
@@ -29,6 +29,7 @@ from harness.compile_cache import (
     keep_as_warm_cache,
     primed_marker,
 )
+from harness.evidence import Evidence, PageCacheFacts, Priming, Settings
 from harness.interpret import LOG_TAIL_LINES, boot_identity
 from harness.launch import CHILD_SCRIPT, BootInterrupted, launch_boot
 from harness.processes import kill_group
@@ -84,24 +85,24 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
                 prime_if_needed: bool) -> Prepared | BootResult:
     say = progress or (lambda _msg: None)
     work.mkdir(parents=True, exist_ok=True)
-    evidence: dict[str, Any] = {"work_dir": str(work)}
+    evidence = Evidence(work_dir=str(work))
 
     if spec.compile_cache == "warm" and prime_if_needed and not primed_marker(spec).exists():
         say("priming the compile cache (unmeasured boot)")
         primer = spec.model_copy(update={"work_dir": work / "priming", "page_cache": "warm"})
         primed = run_boot(primer, progress=progress, prime_if_needed=False)
-        evidence["priming"] = {"state": primed.state, "compile_cache_observed":
-                               primed.compile_cache_observed, "error": primed.error}
+        evidence.priming = Priming(state=primed.state, error=primed.error,
+                                   compile_cache_observed=primed.compile_cache_observed)
         if primed.state == "measured":
             primed_marker(spec).write_text(json.dumps({"primed_by": primed.model_dump(
                 mode="json", include={"wall_s", "phases", "vllm_version"})}))
 
     if spec.compile_cache == "warm":
         # What the warm boot finds: a key it adds beside them is vLLM compiling again.
-        evidence["aot_cache_keys_before"] = aot_cache_keys(primed_marker(spec).parent)
+        evidence.aot_cache_keys_before = aot_cache_keys(primed_marker(spec).parent)
 
     env = spec.boot_env()
-    evidence["settings"] = spec.settings_used()
+    evidence.settings = Settings.model_validate(spec.settings_used())
     env.update(compile_cache_dirs(spec, work))
     if spec.compile_cache == "cold":
         shutil.rmtree(work / "compile-cache", ignore_errors=True)
@@ -133,10 +134,11 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
         if spec.hub_id is not None and not files:
             # Nothing local to warm or evict: the boot downloads the model, and that is in
             # its time (model_loading), as it is on a fresh node.
-            evidence["page_cache"] = {"mode": spec.page_cache, "note": "hub model not on this "
-                                      "machine: downloaded by the boot"}
+            evidence.page_cache = PageCacheFacts(mode=spec.page_cache, note="hub model not on "
+                                                 "this machine: downloaded by the boot")
         else:
-            evidence["page_cache"] = pagecache.prepare(files, spec.page_cache)
+            evidence.page_cache = PageCacheFacts.model_validate(
+                pagecache.prepare(files, spec.page_cache))
     except pagecache.PageCacheError as exc:
         return BootResult(state="skipped", skip_reason=str(exc), **boot_identity(spec, version),
                           evidence=evidence)
@@ -149,7 +151,7 @@ def discard_work_dir(result: BootResult) -> None:
 
     A failed boot's folder is kept: its log and events are what explains the failure.
     """
-    work = result.evidence.get("work_dir")
+    work = result.evidence.work_dir
     if result.state in ("measured", "skipped") and work:
         shutil.rmtree(work, ignore_errors=True)
 

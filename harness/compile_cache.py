@@ -50,7 +50,7 @@ def keep_as_warm_cache(spec: BootSpec, result: BootResult) -> bool:
     priming boot of its own. Untimed: call it after the measurement. Copied into a sibling
     and renamed into place, so a concurrent reader never sees half a cache.
     """
-    source = Path(result.evidence.get("work_dir", "")) / "compile-cache"
+    source = Path(result.evidence.work_dir or "") / "compile-cache"
     if spec.compile_cache != "cold" or result.state != "measured" or not source.is_dir():
         return False
     # A cache kept before (an earlier run, another checkout) is replaced: this boot's is the
@@ -60,9 +60,9 @@ def keep_as_warm_cache(spec: BootSpec, result: BootResult) -> bool:
     shutil.rmtree(staging, ignore_errors=True)
     shutil.copytree(source, staging, symlinks=True)
     (staging / "primed.json").write_text(json.dumps({
-        "primed_by": f"the measured cold boot in {result.evidence.get('work_dir')}",
+        "primed_by": f"the measured cold boot in {result.evidence.work_dir}",
         "wall_s": result.wall_s, "vllm_version": result.vllm_version}))
     shutil.rmtree(target, ignore_errors=True)
     os.replace(staging, target)
-    result.evidence["compile_cache_dir"] = str(target)  # the copy outlives the work folder
+    result.evidence.compile_cache_dir = str(target)  # the copy outlives the work folder
     return True

@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
+from harness.evidence import Answer, DefectNote
 from harness.machine import cpu_identity, gpu_models
 from harness.reference import teacher_forced
 from harness.registry import CompileCacheExpectation, known_defects_for
@@ -69,15 +70,6 @@ class AnswerStep(BaseModel):
     gap_nats: float | None = None  # reference top-1 log-prob minus this token's
 
 
-class DefectNote(BaseModel):
-    """One known defect (or an unlisted symptom) and whether this boot showed it."""
-
-    defect: str | None  # None: a symptom no registry entry explains
-    symptom: str
-    seen: bool
-    note: str
-
-
 class AnswerVerdict(BaseModel):
     passed: bool
     failures: list[str] = Field(default_factory=list)
@@ -98,38 +90,39 @@ def _machine() -> dict[str, Any]:
 
 def judge_answer(result: BootResult, reference_model_path: Path | str | None = None, *,
                  progress: Callable[[str], None] | None = None) -> AnswerVerdict:
-    """Judge ``result.evidence["answer"]`` and store the verdict beside it.
+    """Judge ``result.evidence.answer`` and store the verdict beside it.
 
     ``reference_model_path``: the pristine model folder the answer should come from (default:
     the folder that was booted). Raises ReferenceError when the reference cannot be computed.
     """
-    answer = result.evidence.get("answer")
+    answer = result.evidence.answer
     if not answer:
         raise ValueError("the boot recorded no answer (a failed boot, or check_answer off)")
     reference_model = Path(reference_model_path or result.model_path)
     verdict = verdict_for(answer, reference_model, progress=progress)
     machine = _machine()
     verdict.notes = _greedy_notes(verdict, result, answer, machine)
-    answer["verdict"] = verdict.model_dump(mode="json")
+    answer.verdict = verdict.model_dump(mode="json")
     _record_notes(result, verdict.notes)
     return verdict
 
 
-def verdict_for(answer: dict[str, Any], reference_model: Path | str, *,
+def verdict_for(answer: Answer | dict[str, Any], reference_model: Path | str, *,
                 progress: Callable[[str], None] | None = None) -> AnswerVerdict:
     """The check alone, on an answer record (``question``, ``add_special_tokens``,
     ``prompt_token_ids``, ``steps`` of ``token_id`` / ``logprob``), with no defect notes."""
     reference_model = Path(reference_model)
-    steps_in = (answer.get("steps") or [])[:ANSWER_STEPS]
+    answer = Answer.model_validate(answer)
+    steps_in = answer.steps[:ANSWER_STEPS]
     if not steps_in:
         return AnswerVerdict(passed=False, failures=["vLLM returned no generated tokens"])
-    continuation = [int(s["token_id"]) for s in steps_in]
-    ref = teacher_forced(reference_model, answer["question"], bool(answer["add_special_tokens"]),
+    continuation = [s.token_id for s in steps_in]
+    ref = teacher_forced(reference_model, answer.question, bool(answer.add_special_tokens),
                          continuation, progress=progress)
     failures: list[str] = []
-    prompt_match = list(answer.get("prompt_token_ids") or []) == ref["prompt_token_ids"]
+    got = answer.prompt_token_ids or []
+    prompt_match = got == ref["prompt_token_ids"]
     if not prompt_match:
-        got = answer.get("prompt_token_ids") or []
         at = next((i for i, (a, b) in enumerate(zip(got, ref["prompt_token_ids"])) if a != b),
                   min(len(got), len(ref["prompt_token_ids"])))
         failures.append(f"prompt token ids differ from the reference tokenizer's at position "
@@ -139,8 +132,7 @@ def verdict_for(answer: dict[str, Any], reference_model: Path | str, *,
     for i, (mine, theirs) in enumerate(zip(steps_in, ref["steps"])):
         top1 = theirs["top"][0] if theirs.get("top") else None
         gap = (top1[1] - theirs["logprob"]) if top1 and theirs["logprob"] is not None else None
-        step = AnswerStep(step=i, token_id=int(mine["token_id"]),
-                          vllm_logprob=mine.get("logprob"),
+        step = AnswerStep(step=i, token_id=mine.token_id, vllm_logprob=mine.logprob,
                           reference_logprob=theirs["logprob"], reference_rank=theirs["rank"],
                           reference_top1_id=top1[0] if top1 else None,
                           gap_nats=max(gap, 0.0) if gap is not None else None)
@@ -171,7 +163,7 @@ def verdict_for(answer: dict[str, Any], reference_model: Path | str, *,
                    "cached": ref.get("cached"), "prompt_text": ref.get("prompt_text")})
 
 
-def _greedy_notes(verdict: AnswerVerdict, result: BootResult, answer: dict[str, Any],
+def _greedy_notes(verdict: AnswerVerdict, result: BootResult, answer: Answer,
                   machine: dict[str, Any]) -> list[DefectNote]:
     if not verdict.passed:
         return []  # a broken engine's path says nothing about a rounding near-tie
@@ -179,11 +171,11 @@ def _greedy_notes(verdict: AnswerVerdict, result: BootResult, answer: dict[str, 
     step = verdict.steps[verdict.first_divergence] if seen else None
     detail = (f"vLLM's token {step.token_id} at step {step.step} is the float32 reference's "
               f"choice #{step.reference_rank + 1}, {step.gap_nats:.3f} nats below its best; "
-              f"answer {answer.get('text')!r}") if step else None
+              f"answer {answer.text!r}") if step else None
     entries = known_defects_for("greedy_differs_from_float32", version=result.vllm_version,
                                 platform=result.platform, cpu=machine["cpu"],
-                                gpus=machine["gpus"], compiled=answer.get("compiled"),
-                                dtype=answer.get("dtype"))
+                                gpus=machine["gpus"], compiled=answer.compiled,
+                                dtype=answer.dtype)
     return _notes("greedy_differs_from_float32", entries, seen, detail)
 
 
@@ -200,17 +192,17 @@ def _notes(symptom: str, entries: list, seen: bool, detail: str | None) -> list[
 
 
 def _record_notes(result: BootResult, notes: list[DefectNote]) -> None:
-    kept = [n for n in result.evidence.get("known_defects", [])
-            if n.get("symptom") not in {x.symptom for x in notes}]
-    result.evidence["known_defects"] = kept + [n.model_dump(mode="json") for n in notes]
+    kept = [n for n in result.evidence.known_defects
+            if n.symptom not in {x.symptom for x in notes}]
+    result.evidence.known_defects = kept + [n.model_copy() for n in notes]
 
 
 # --------------------------------------------------------------------------- compile cache
 def _new_aot_keys(result: BootResult) -> str:
     """Why a warm boot compiled again, where the cache shows it: vLLM computed an AOT key
     the cache did not hold (so the boot that filled it differed in something vLLM hashes)."""
-    before = result.evidence.get("aot_cache_keys_before")
-    cache_dir = result.evidence.get("compile_cache_dir")
+    before = result.evidence.aot_cache_keys_before
+    cache_dir = result.evidence.compile_cache_dir
     if before is None or not cache_dir:
         return ""
     from harness.compile_cache import aot_cache_keys
@@ -231,7 +223,7 @@ def judge_compile_cache(result: BootResult, expected: CompileCacheExpectation) -
     unlisted where not. Any other difference from ``expected`` fails (an unexplained ``miss``).
     """
     observed = result.compile_cache_observed
-    reason = result.evidence.get("compile_cache_load_failure")
+    reason = result.evidence.compile_cache_load_failure
     explained = observed == "load_failure" and expected.observed == "hit" and bool(reason)
     failures: list[str] = []
     if observed != expected.observed and not explained:

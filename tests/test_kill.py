@@ -253,6 +253,6 @@ def test_a_real_boot_whose_worker_is_sigkilled_names_it_with_signal_and_phase(tm
     assert result.error.startswith(f"Worker (pid {killed[0]}) killed by SIGKILL in "
                                    "model_loading"), result.error
     assert result.phase_notes["model_loading"].startswith("unfinished")
-    assert not result.evidence.get("survivors")
-    assert group_members(result.evidence["pgid"]) == []
+    assert not result.evidence.survivors
+    assert group_members(result.evidence.pgid) == []
     assert marked_processes(f"COLDSTART_EVENTS={events}") == []

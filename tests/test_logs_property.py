@@ -92,7 +92,7 @@ def test_truncated_log_is_a_failed_boot_with_what_it_completed(cut: int) -> None
     _check(result)
     end_of_startup = GPU_0101_LOG.index("\n", GPU_0101_LOG.index("init engine (profile")) + 1
     if cut < end_of_startup:
-        assert (result.state, result.evidence["truncated"]) == ("failed", True)
+        assert (result.state, result.evidence.truncated) == ("failed", True)
         assert result.error
     else:
         assert result.state == "measured"

@@ -98,7 +98,7 @@ def test_public_log(entry: dict) -> None:
         if not _agrees(got, printed):
             wrong.append(f"{target}: printed {printed} ({words}), read {got}")
     assert not wrong, wrong
-    assert result.evidence["facts"]["engine"] == entry["engine"]
+    assert result.evidence.facts["engine"] == entry["engine"]
     if entry["crashed_in"]:
         assert result.state == "failed"
         running = [n for n, note in result.phase_notes.items()

@@ -58,8 +58,8 @@ def test_qwen_05b_spot_values(study_reference: Path) -> None:
     assert result.state == "measured" and result.source == "log"
     assert (result.model, result.vllm_version, result.platform) == ("qwen-0.5b", "0.10.1.1", "cuda")
     assert result.compile_cache_observed == "hit"
-    assert result.evidence["facts"]["weights_gib"] == pytest.approx(0.9009)
-    assert len(result.evidence["facts"]["cuda_graph_sizes"]) == 35
+    assert result.evidence.facts["weights_gib"] == pytest.approx(0.9009)
+    assert len(result.evidence.facts["cuda_graph_sizes"]) == 35
 
     study = study_phases(result)
     # Published: kv 1.579 = 9.23 (memory profiling) - 4.29 (torch.compile) - 3.361 (cache load)
@@ -87,7 +87,7 @@ def test_phases_partition_the_init_engine_window(study_reference: Path) -> None:
         window = sum(result.phases[p] for p in
                      ("torch_compile", "kv_cache_profiling", "cuda_graph_capture"))
         assert window == pytest.approx(result.log_durations["init_engine_s"], abs=1e-6), log.name
-        assert result.evidence["unread"] == [], log.name
+        assert result.evidence.unread == [], log.name
 
 
 def test_every_published_file_follows_the_mapping(study_reference: Path) -> None:

@@ -32,7 +32,7 @@ def test_a_restarted_boot_is_its_own_record(log: str) -> None:
     twice = read_boots(log + log)
     assert [b.state for b in twice] == ["measured", "measured"]
     assert all(_phases(b) == _phases(alone) for b in twice)
-    assert [b.evidence["boot_in_log"] for b in twice] == [1, 2]
+    assert [b.evidence.boot_in_log for b in twice] == [1, 2]
     # A boot that died, then the restart that came up: the death is not hidden, nothing of
     # the second boot (its tokenizer, its bootstrap) is added to the first.
     died, came_up = read_boots(_cut_inside_loading(log) + log)
@@ -42,7 +42,7 @@ def test_a_restarted_boot_is_its_own_record(log: str) -> None:
     assert died.phases["tokenizer_init"] == alone.phases["tokenizer_init"]
     # read_log gives the last boot and says there were more
     last = read_log(_cut_inside_loading(log) + log)
-    assert last.state == "measured" and last.evidence["boots_in_log"] == 2
+    assert last.state == "measured" and last.evidence.boots_in_log == 2
 
 
 def test_every_reference_log_is_one_boot(study_reference: Path) -> None:
@@ -76,7 +76,7 @@ def test_tensor_parallel_ranks_are_not_added_up() -> None:
     assert tp.phases["model_loading"] == alone.phases["model_loading"]
     assert tp.subphases["model_loading.load_weights"] == alone.subphases[
         "model_loading.load_weights"]
-    assert tp.evidence["facts"]["durations_from_processes"]["model_loading_s"] == 2
+    assert tp.evidence.facts["durations_from_processes"]["model_loading_s"] == 2
 
 
 def _shift(log: str, month_day: str, hms: str) -> str:
@@ -106,8 +106,8 @@ def test_a_boot_across_28_february_or_new_year_keeps_its_durations(month_day: st
     alone = read_log(GPU_0101_LOG)
     moved = read_log(_shift(GPU_0101_LOG, month_day, hms))
     assert _phases(moved) == _phases(alone)
-    assert moved.evidence["facts"]["log_span_s"] == pytest.approx(
-        alone.evidence["facts"]["log_span_s"], abs=0.001)
+    assert moved.evidence.facts["log_span_s"] == pytest.approx(
+        alone.evidence.facts["log_span_s"], abs=0.001)
 
 
 def test_new_year_with_a_line_out_of_order() -> None:
@@ -119,7 +119,7 @@ def test_new_year_with_a_line_out_of_order() -> None:
         "INFO 12-31 23:59:59 [default_loader.py:1] Loading weights took 1.00 seconds",
         "INFO 01-01 00:00:03 [gpu_model_runner.py:1] Model loading took 1.0 GiB and 4.5 seconds",
     ]) + "\n"
-    marks = read_log(log).evidence["marks"]
+    marks = read_log(log).evidence.marks
     assert marks["model_loading_start"] == [0.0]
     assert marks["load_weights_s"] == [1.0]
     assert marks["model_loading_s"] == [5.0]
@@ -133,7 +133,7 @@ def test_a_log_cut_inside_a_phase_marks_that_phase() -> None:
     assert cut.state == "failed"
     assert cut.phase_notes["model_loading"] == "unfinished: the log ends inside this phase"
     assert cut.phase_notes["torch_compile"] == "failed before this phase"
-    assert cut.evidence["facts"]["unfinished"] == {"phase": "model_loading",
+    assert cut.evidence.facts["unfinished"] == {"phase": "model_loading",
                                                    "at_least_s": pytest.approx(0.298)}
 
 

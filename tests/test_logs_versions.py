@@ -80,8 +80,8 @@ def test_study_build_with_ms_timestamps(gpu_0101_log: str) -> None:
     # first line 09.576 -> "Starting to load model" 17.817, less the 0.26 s tokenizer
     assert result.phases["framework_bootstrap"] == pytest.approx(17.817 - 9.576 - 0.26)
     assert result.subphases["model_loading.model_init"] == pytest.approx(0.10)
-    assert result.evidence["facts"]["cuda_graph_sizes"] == [1, 2, 4]
-    assert result.evidence["facts"]["timestamp_resolution_s"] == 0.001
+    assert result.evidence.facts["cuda_graph_sizes"] == [1, 2, 4]
+    assert result.evidence.facts["timestamp_resolution_s"] == 0.001
     # ANSI colours and the "(EngineCore_0 pid=...)" tag are read as the process
     assert {e["process"] for e in result.events} == {"main", "EngineCore_0"}
 
@@ -106,7 +106,7 @@ def test_cold_compile_counts_inductor_not_a_cache_load() -> None:
     assert result.phases["torch_compile"] == pytest.approx(17.74)
     assert result.subphases["torch_compile.inductor_compile"] == pytest.approx(12.93)
     assert result.subphases["torch_compile.compiled_graph_load"] == 0.0
-    assert result.evidence["facts"]["timestamp_resolution_s"] == 1.0
+    assert result.evidence.facts["timestamp_resolution_s"] == 1.0
     assert result.model == "yi-9b"
 
 
@@ -115,12 +115,12 @@ def test_v032_gpu_compile_ranges_and_tags() -> None:
     assert result.vllm_version == "0.32.0"
     assert result.model == "Qwen/Qwen3-0.6B"  # a hub id stays whole
     assert result.log_durations["inductor_compile_s"] == pytest.approx(8.90)
-    assert result.evidence["occurrences"]["inductor_compile_s"] == [8.50, 0.40]
+    assert result.evidence.occurrences["inductor_compile_s"] == [8.50, 0.40]
     assert result.phases["torch_compile"] == pytest.approx(12.30)
     assert result.phases["kv_cache_profiling"] == pytest.approx(18.10 - 12.30 - 3.0)
     assert result.subphases["kv_cache_profiling.memory_profiling"] == pytest.approx(13.60 - 12.30)
     assert result.log_durations["init_engine_compilation_s"] == pytest.approx(12.30)
-    assert result.evidence["unread"] == []
+    assert result.evidence.unread == []
 
 
 def test_v032_cpu_log(cpu_032_log: str) -> None:
@@ -130,7 +130,7 @@ def test_v032_cpu_log(cpu_032_log: str) -> None:
     assert result.phase_notes["cuda_graph_capture"].startswith(schema.NOT_APPLICABLE_PREFIX)
     # the CPU runner prints no "Model loading took": the phase is its two printed parts
     assert result.phases["model_loading"] == pytest.approx(0.139084 + 0.13)
-    assert "Initializing model took" in result.evidence["composition"]["model_loading"]
+    assert "Initializing model took" in result.evidence.composition["model_loading"]
     assert result.subphases["model_loading.model_init"] == pytest.approx(0.139084)
     assert result.subphases["model_loading.load_weights"] == pytest.approx(0.13)
     # warm-up start 09:37:25 -> "saved AOT compiled function" 09:38:18 (whole seconds)
@@ -138,7 +138,7 @@ def test_v032_cpu_log(cpu_032_log: str) -> None:
     assert result.phases["kv_cache_profiling"] == pytest.approx(61.04 - 53.0)
     assert result.compile_cache_observed == "miss"
     assert result.model == "smollm2-135m"
-    assert result.evidence["facts"]["architecture"] == "LlamaForCausalLM"
+    assert result.evidence.facts["architecture"] == "LlamaForCausalLM"
     assert {e["process"] for e in result.events} >= {"MainProcess", "EngineCore", "Worker"}
 
 
@@ -176,7 +176,7 @@ def test_failed_boot_keeps_completed_phases() -> None:
     assert result.phases["torch_compile"] == pytest.approx(21.97)
     # It died sizing the KV cache ("No available memory"): inside KV profiling, after compile.
     assert result.phase_notes["kv_cache_profiling"] == "unfinished: the log ends inside this phase"
-    assert result.evidence["facts"]["unfinished"] == {"phase": "kv_cache_profiling"}
+    assert result.evidence.facts["unfinished"] == {"phase": "kv_cache_profiling"}
     assert result.phase_notes["cuda_graph_capture"] == "failed before this phase"
     assert "No available memory" in result.log_tail
 
@@ -377,13 +377,13 @@ def test_v031_prints_only_blocks_and_capture() -> None:
     _only_not_in_log(result, ("framework_bootstrap", "tokenizer_init", "model_loading",
                               "torch_compile", "kv_cache_profiling"))
     assert result.model == "opt-125m"
-    assert result.evidence["unread"] == []
+    assert result.evidence.unread == []
 
 
 def test_v041_weights_line_ends_loading_and_starts_profiling() -> None:
     result = read_log(V041_LOG)
     assert (result.state, result.vllm_version) == ("measured", "0.4.1")
-    assert result.evidence["facts"]["weights_gib"] == pytest.approx(0.2389)
+    assert result.evidence.facts["weights_gib"] == pytest.approx(0.2389)
     # 'Loading model weights took' 05 -> 'Capturing the model' 09; '# GPU blocks' at 07
     assert result.phases["kv_cache_profiling"] == 4.0
     assert result.subphases["kv_cache_profiling.memory_profiling"] == 2.0
@@ -397,7 +397,7 @@ def test_v050_eager_ends_at_the_kv_cache_size() -> None:
     assert (result.state, result.vllm_version) == ("measured", "0.5.0")
     assert result.phase_notes["cuda_graph_capture"] == f"{schema.NOT_APPLICABLE_PREFIX}: enforce_eager"
     assert result.phases["kv_cache_profiling"] == 2.0
-    assert "not in the log" in result.evidence["composition"]["kv_cache_profiling"]
+    assert "not in the log" in result.evidence.composition["kv_cache_profiling"]
 
 
 def test_v060_has_every_span_but_the_tokenizer() -> None:
@@ -409,7 +409,7 @@ def test_v060_has_every_span_but_the_tokenizer() -> None:
     assert result.subphases["kv_cache_profiling.memory_profiling"] == 2.0
     assert result.phases["cuda_graph_capture"] == 9.0
     _only_not_in_log(result, ("tokenizer_init", "torch_compile"))
-    assert result.evidence["unread"] == []
+    assert result.evidence.unread == []
 
 
 def test_v070_init_engine_and_memory_profiling() -> None:
@@ -419,9 +419,9 @@ def test_v070_init_engine_and_memory_profiling() -> None:
     assert result.phases["cuda_graph_capture"] == 9.0
     assert result.phases["kv_cache_profiling"] == pytest.approx(11.52 - 9.0)
     assert result.subphases["kv_cache_profiling.memory_profiling"] == pytest.approx(0.91)
-    assert result.evidence["facts"]["cuda_graph_sizes"] == [1, 2, 4]
+    assert result.evidence.facts["cuda_graph_sizes"] == [1, 2, 4]
     _only_not_in_log(result, ("tokenizer_init", "torch_compile"))
-    assert result.evidence["unread"] == []
+    assert result.evidence.unread == []
 
 
 def test_v0_cut_inside_graph_capture_is_failed_with_a_lower_bound() -> None:
@@ -431,7 +431,7 @@ def test_v0_cut_inside_graph_capture_is_failed_with_a_lower_bound() -> None:
     assert result.phases["kv_cache_profiling"] == 3.0
     assert result.phase_notes["cuda_graph_capture"].startswith(schema.UNFINISHED_PREFIX)
     # 'Capturing the model' at 08, the log's last line at 08
-    assert result.evidence["facts"]["unfinished"] == {"phase": "cuda_graph_capture",
+    assert result.evidence.facts["unfinished"] == {"phase": "cuda_graph_capture",
                                                       "at_least_s": 0.0}
 
 

@@ -59,10 +59,10 @@ def test_a_hub_id_reaches_the_child_as_a_hub_id_with_the_hub_online(tmp_path, mo
     # online: no offline switch, and vLLM's own KV-cache default (no fixture default)
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "VLLM_CPU_KVCACHE_SPACE"):
         assert name not in prepared.env
-    assert "downloaded by the boot" in prepared.evidence["page_cache"]["note"]
-    used = prepared.evidence["settings"]["engine_args"]
-    assert used["max_model_len"] == {"value": 2048, "source": "axis"}
-    assert used["seed"] == {"value": 0, "source": "default"}
+    assert "downloaded by the boot" in prepared.evidence.page_cache.note
+    used = prepared.evidence.settings.engine_args
+    assert used["max_model_len"].model_dump() == {"value": 2048, "source": "axis"}
+    assert used["seed"].model_dump() == {"value": 0, "source": "default"}
     # the serve entrypoint hands the same to `vllm serve` (harness/_child.py's command line)
     import importlib.util
 

@@ -24,16 +24,16 @@ def _recorded_cell() -> tuple[BootResult, Cell, dict]:
 
 def test_a_probe_problem_fails_the_cells_checks() -> None:
     result, cell, _ = _recorded_cell()
-    assert result.evidence["probe_problems"] == []
+    assert result.evidence.probe_problems == []
     clean = check_cell(result, cell, [result])
     assert not any("probe problems" in f for f in clean), clean
-    result.evidence["probe_problems"] = [MISSING]
+    result.evidence.probe_problems = [MISSING]
     assert f"probe problems: {[MISSING]}" in check_cell(result, cell, [result])
 
 
 def test_benchmarks_check_reports_a_probe_problem(tmp_path: Path, capsys) -> None:
     result, _, params = _recorded_cell()
-    result.evidence["probe_problems"] = [MISSING]
+    result.evidence.probe_problems = [MISSING]
     doc = new_document([benchmark_entry(result, name="test_boot", params=params)],
                        machine_info={"coldstart": {}})
     write_run(doc, tmp_path / "out.json")

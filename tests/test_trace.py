@@ -74,7 +74,7 @@ def test_the_trace_holds_every_process_phase_call_and_log_line(boot: BootResult)
     # One track per process of the boot (the harness counted them from the same events),
     # plus the phase cut's.
     processes = {e["pid"] for e in boot.events if e["event"] == "process.first_event"}
-    assert len(processes) == boot.evidence["processes"] >= 3  # front end, EngineCore, Worker
+    assert len(processes) == boot.evidence.processes >= 3  # front end, EngineCore, Worker
     named = {e["pid"] for e in _events(trace, "M", name="process_name")}
     assert named == processes | {PHASES_PID}
     labels = " ".join(e["args"]["name"] for e in _events(trace, "M", name="process_name"))

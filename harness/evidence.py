@@ -1,0 +1,184 @@
+"""``BootResult.evidence``: what a boot (or a log) showed beside its phases, typed.
+
+Each key is written by one part of the suite, named beside its field: the harness's prepare
+(harness.boot) and its reading of the boot (harness.interpret), the answer and compile-cache
+checks (harness.correctness), the benchmark matrix (benchmarks/), the log reader
+(harness.logs) and the study reader (analysis.study). A key nobody wrote is absent from the
+document, not null: every record here writes back only the keys it was given or set (or a
+container filled in place), in the order of its fields, so documents read and written again
+are unchanged. A key a newer writer adds still reads, and is written back as it was.
+
+Imports pydantic only (harness.schema imports this module, not the reverse).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+__all__ = ["Answer", "AnswerToken", "DefectNote", "Evidence", "PageCacheFacts", "Priming",
+           "Setting", "Settings", "SparseRecord", "WeightsFacts"]
+
+
+class SparseRecord(BaseModel):
+    """A record that writes only the keys it holds: those given or set, and any container
+    filled in place; then the keys it does not know, as they came."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _held_keys_only(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        fields = type(self).model_fields
+        held = self.model_fields_set
+        return {k: v for k, v in data.items() if k not in fields or k in held
+                or getattr(self, k) != fields[k].get_default(call_default_factory=True)}
+
+
+# ------------------------------------------------------------------------ nested records
+class Priming(SparseRecord):
+    """The unmeasured boot that filled the compile cache for a warm cell (harness.boot)."""
+
+    state: str | None = None  # the priming boot's BootResult.state
+    compile_cache_observed: str | None = None
+    error: str | None = None
+
+
+class Setting(SparseRecord):
+    """One engine argument or variable and where its value came from (BootSpec.settings_used)."""
+
+    value: Any = None
+    # "default" (the harness's), "environment" (exported), "axis" (the cell's loader or
+    # compile cache), or the caller's ("matrix", "matrix model", ...).
+    source: str | None = None
+
+
+class Settings(SparseRecord):
+    """Every engine argument and start-up variable the boot was given (harness.boot)."""
+
+    engine_args: dict[str, Setting] = Field(default_factory=dict)
+    env: dict[str, Setting] = Field(default_factory=dict)
+
+
+class PageCacheFacts(SparseRecord):
+    """The weight files' page-cache state just before the launch (harness.pagecache.prepare)."""
+
+    mode: str | None = None  # "warm" or "evicted", as asked
+    files: int | None = None
+    bytes: int | None = None
+    resident_bytes: int | None = None
+    residency: float | None = None  # resident_bytes / bytes
+    note: str | None = None  # a hub model not on this machine: nothing to warm or evict
+
+
+class AnswerToken(SparseRecord):
+    """One generated token of the answer."""
+
+    token_id: int
+    logprob: float | None = None  # vLLM's, where the caller asked for log-probs
+
+
+class Answer(SparseRecord):
+    """The boot's answer to its question (harness/_child.py, offline entry point), judged
+    after the boot by harness.correctness.judge_answer."""
+
+    expected: str | None = None  # documents before the reference check: the expected word
+    question: str | None = None
+    chat_template: bool | None = None  # the question was put through the chat template
+    add_special_tokens: bool | None = None  # how vLLM tokenized the prompt
+    prompt_token_ids: list[int] | None = None  # None: the server did not return them
+    text: str | None = None
+    correct: bool | None = None  # documents before the reference check: expected in text
+    steps: list[AnswerToken] = Field(default_factory=list)
+    dtype: str | None = None  # the engine's dtype argument (harness.interpret)
+    compiled: bool | None = None  # torch.compile on (not enforce_eager)
+    # harness.correctness.AnswerVerdict as JSON: passed, failures, steps, notes, ...
+    verdict: dict[str, Any] | None = None
+
+
+class WeightsFacts(SparseRecord):
+    """What weight loading read, and how fast (harness.interpret from the load_weights probe)."""
+
+    file_bytes: int | None = None  # the weight payload files' size
+    load_weights_s: float | None = None  # the outermost load_weights calls' time
+    # From /proc/PID/io around those calls: bytes that reached the block device (page-cache
+    # misses), and every byte returned by read-like calls, cached or not.
+    storage_read_bytes: int | None = None
+    rchar_bytes: int | None = None
+    load_gbps: float | None = None  # file_bytes / load_weights_s, GB/s
+    # The benchmark's plain sequential read of the same files (benchmarks/test_cold_start.py)
+    # and load_gbps as a fraction of it.
+    storage_floor_gbps: float | None = None
+    fraction_of_floor: float | None = None
+
+
+class DefectNote(SparseRecord):
+    """One known defect (or an unlisted symptom) and whether this boot showed it."""
+
+    defect: str | None  # None: a symptom no registry entry explains
+    symptom: str
+    seen: bool
+    note: str
+
+
+# ------------------------------------------------------------------------------ evidence
+class Evidence(SparseRecord):
+    """Loader, storage, process and log evidence of one boot; every key optional."""
+
+    # harness.boot's prepare
+    work_dir: str | None = None  # the boot's folder: log, events, child result, cold cache
+    priming: Priming | None = None
+    # The AOT-compile keys the warm cache held before the boot (harness.compile_cache).
+    aot_cache_keys_before: list[str] | None = None
+    settings: Settings | None = None
+    page_cache: PageCacheFacts | None = None
+
+    # harness.interpret, from what the parent saw of the boot's processes
+    process_wall_s: float | None = None  # launch to the child's exit (or the timeout)
+    pgid: int | None = None  # the boot's process group (the child's pid)
+    exit_code: int | None = None  # the child's; None: not reaped after the kill
+    survivors: list[int] = Field(default_factory=list)  # pids alive after the group's kill
+    # pids outside the group, found by their inherited environment and killed with it.
+    escaped_process_group: list[int] = Field(default_factory=list)
+    child_traceback: str | None = None  # the child's own, for a boot that failed
+
+    # harness.interpret, from the child, the probes and vLLM's log
+    answer: Answer | None = None
+    compile_cache_load_failure: str | None = None  # vLLM's words for why the cache missed
+    compile_cache_dir: str | None = None  # the compile cache the boot left (or its kept copy)
+    compile_cache_bytes: int | None = None
+    # The residual's parts (seconds): the gaps between phases no probe owns.
+    residual_parts_s: dict[str, float] = Field(default_factory=dict)
+    loader_targets: list[str] = Field(default_factory=list)  # probed loader calls that ran
+    weights: WeightsFacts | None = None
+    unfinished_calls: list[str] = Field(default_factory=list)  # probed calls never ended
+    probe_problems: list[str] = Field(default_factory=list)  # a target not found, or failed
+    processes: int | None = None  # processes of the boot the probes saw
+    # Each probed function's own total time, no priority cut (benchmarks.compact drops it).
+    probe_durations_s: dict[str, float] = Field(default_factory=dict)
+    engine_kwargs: dict[str, Any] = Field(default_factory=dict)  # what LLM(...) was given
+    entrypoint_command: str | None = None  # "LLM(...)", or the serve command line
+
+    # harness.correctness: known defects seen (or not) by the answer and compile-cache checks
+    known_defects: list[DefectNote] = Field(default_factory=list)
+
+    # benchmarks/_rounds.py: a vLLM without some probe targets, timed from its log instead
+    subphase_notes: dict[str, str] = Field(default_factory=dict)  # subphase -> why not probed
+    not_probed: list[str] = Field(default_factory=list)  # "module:attr (event)" missing
+    from_log: dict[str, str] = Field(default_factory=dict)  # event -> log duration key
+
+    # harness.logs: a boot read from a log
+    facts: dict[str, Any] = Field(default_factory=dict)  # what the lines said (log_scan)
+    composition: dict[str, str] = Field(default_factory=dict)  # phase -> how it was composed
+    marks: dict[str, list[float]] = Field(default_factory=dict)  # instant lines, s from start
+    # Every value of the duration lines that repeat (log_durations holds their totals).
+    occurrences: dict[str, list[float]] = Field(default_factory=dict)
+    unread: list[str] = Field(default_factory=list)  # timing-like lines no pattern read
+    truncated: bool | None = None  # the log stops before start-up finished
+    partial_last_line: str | None = None  # a last line cut mid-write
+    boots_in_log: int | None = None  # a log holding several boots (a restarted pod) ...
+    boot_in_log: int | None = None  # ... and which one this is, from 1
+
+    # analysis.study: the reference study's label of the boot
+    study_label: str | None = None
