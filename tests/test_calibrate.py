@@ -94,3 +94,59 @@ def test_the_calibration_is_recorded_and_reads_back(predictor, boots, tmp_path):
     again = load_predictor(path)
     assert again["calibration"]["reference_model"] == "rand-smollm2-135m-l4"
     assert again["calibration"]["scales"]["whole_boot"]["measured_s"] == reference.wall_s
+
+
+def _boot_on(group, features, model: str, intercept: float, slope: float):
+    """The boot a machine whose every line's intercept is ``intercept`` times and slope
+    ``slope`` times the fitted one would make of ``model``: each entry's value on that line."""
+    from analysis.feature_model import feature_value
+    from analysis.model import PhaseModel
+    from harness.schema import BootResult
+
+    phases, subphases, residual = {}, {}, None
+    for name, raw in group["phases"].items():
+        m = PhaseModel.model_validate(raw)
+        if m.status != "fit":
+            continue
+        b = m.coefficients
+        value = b[0] * intercept + (b[1] * slope * feature_value(features, m.feature)
+                                    / m.feature_scale if m.feature else 0.0)
+        if name == "residual":
+            residual = value
+        elif "." in name:
+            subphases[name] = value
+        else:
+            phases[name] = value
+    for phase, subs in group["split"].items():
+        phases[phase] = sum(subphases[s] for s in subs)
+    wall = sum(phases.values()) + residual
+    return BootResult(state="measured", model=model, phases=phases, subphases=subphases,
+                      residual_s=residual, wall_s=wall)
+
+
+def test_two_reference_boots_scale_intercepts_and_slopes_apart(predictor, boots):
+    """On a machine that starts 1.5x slower but does each unit of work (per layer, byte,
+    parameter) 2.5x slower, one reference boot of the smallest model predicts a large model
+    far too fast; two (the smallest and the largest) put every line through both and predict
+    the others as that machine would."""
+    (group,) = predictor["groups"]
+    small, large = "rand-smollm2-135m-l4", "rand-llama3.2-1b"
+    feats = {m: _features(boots, m) for m in (small, large, "rand-qwen2.5-0.5b",
+                                             "rand-smollm2-135m-l30")}
+    # the boots keep the fitted machine's load bandwidth: the storage is the same here
+    here = {m: _boot_on(group, f, m, 1.5, 2.5) for m, f in feats.items()}
+    for m, b in here.items():
+        b.evidence = boots[m].evidence
+    one = calibrate_predictor(predictor, group, here[small], feats[small], HERE)
+    two = calibrate_predictor(predictor, group, here[small], feats[small], HERE,
+                              second=(here[large], feats[large]))
+    apart = [n for n, row in two["calibration"]["scales"].items()
+             if row.get("from", "").startswith("both boots, intercept")]
+    assert "torch_compile.dynamo_transform" in apart and "kv_cache_profiling" in apart, apart
+    assert two["calibration"]["second_reference_model"] == large
+    for other in ("rand-qwen2.5-0.5b", "rand-smollm2-135m-l30"):
+        truth = here[other].wall_s
+        _, by_one = predict_features(one["groups"][0], feats[other])
+        _, by_two = predict_features(two["groups"][0], feats[other])
+        assert abs(by_two.mean_s - truth) < 0.05 * truth, (other, by_two.mean_s, truth)
+        assert abs(by_two.mean_s - truth) < 0.5 * abs(by_one.mean_s - truth), other
