@@ -56,7 +56,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.changes import (
     EXACT_MAX_ARRANGEMENTS,
     FAILING,
@@ -85,6 +84,7 @@ from analysis.metrics import (
     metric_values,
 )
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, InputError, run_cli
 from harness.schema import BootResult, SchemaError, read_results
 
 # The verdicts live in analysis.changes, a metric's round values in analysis.metrics: every

@@ -34,7 +34,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, run_cli
 from analysis.errors import FeatureError
 from analysis.feature_files import load_features, read_features_json
 from analysis.feature_model import (
@@ -68,6 +67,7 @@ from analysis.model_folder import (
 )
 from analysis.study_features import read_study_models_config, study_entry_features
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, run_cli
 from harness.schema import read_results
 
 __all__ = [

@@ -49,7 +49,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import (
     build_dataset,
     config_key,
@@ -88,6 +87,7 @@ from analysis.fit_targets import target_value as _target_value
 from analysis.fit_validate import study_method_baseline
 from analysis.model import FitError
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, InputError, run_cli
 from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult, read_results
 
 # The names this module held before it was split, importable from here as before (the

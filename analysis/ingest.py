@@ -25,8 +25,8 @@ import os
 import sys
 from pathlib import Path
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, InputError, run_cli
 from harness.logs import read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document, write_document
 

@@ -38,7 +38,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import MERGED_KEY, cell_identities, group_machines
 from analysis.shards import (
     CELL_AXES,
@@ -51,6 +50,7 @@ from analysis.shards import (
     stamp_epoch,
 )
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, InputError, run_cli
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs, write_document
 
 # Reading a shard is analysis.shards'; its names stay importable from here.

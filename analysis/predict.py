@@ -30,7 +30,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import CONFIG_FIELDS, config_label
 from analysis.features import (
     TORCH_DTYPE_BYTES,
@@ -50,6 +49,7 @@ from analysis.predictors import (
 )
 from analysis.storage import predicted_storage
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, InputError, run_cli
 from harness.schema import SchemaError, read_json, validation_summary
 
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",

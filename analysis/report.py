@@ -38,7 +38,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.report_cells import AXES, AXIS_ORDER, RESIDUAL, Cell, axis_effects, load_run
 from analysis.report_comparison import render_comparison
 from analysis.report_page import CSP
@@ -53,6 +52,7 @@ from analysis.report_plots import (
 )
 from analysis.report_run import render_run
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, InputError, run_cli
 
 if TYPE_CHECKING:  # at run time, __getattr__ below imports them when asked for
     from analysis.fit_report import print_terminal, write_markdown

@@ -40,11 +40,11 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from analysis._cli import ArgumentParser, run_cli
 from analysis.errors import FeatureError
 from analysis.feature_model import ModelFeatures
 from analysis.study_features import study_entry_features
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, run_cli
 from harness.logs import read_log
 from harness.schema import (
     PHASE_NAMES,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from analysis._cli import ArgumentParser, run_cli
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, run_cli
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_results
 
 SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",

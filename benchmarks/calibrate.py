@@ -20,13 +20,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import InputError, run_cli
 from analysis.calibrate import calibrate_predictor
 from analysis.dataset import CONFIG_FIELDS, machine_identity
 from analysis.features import boot_features
 from analysis.predict import choose_group, load_predictor
 from analysis.predictors import describe_calibration, resolve_fit
 from coldstart import program_name
+from coldstart.cli import InputError, run_cli
 
 __all__ = ["this_machine", "reference_model", "run_calibration", "main"]
 

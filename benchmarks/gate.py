@@ -110,8 +110,8 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
 
     ``slots`` defaults to the interleaved order; the tests hand in others.
     """
-    from analysis._cli import run_cli
     from analysis.compare import main as compare_main
+    from coldstart.cli import run_cli
 
     cells = cells_of(args)
     slots = slots if slots is not None else interleaved(cells, len(releases), args.rounds)

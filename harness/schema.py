@@ -33,6 +33,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from coldstart.cli import UserError
+
 SCHEMA_VERSION = 3
 
 
@@ -224,7 +226,7 @@ class BootResult(BaseModel):
 DOCUMENT_KEY = "coldstart"
 
 
-class SchemaError(ValueError):
+class SchemaError(UserError, ValueError):
     """A file that is not a result document of this suite."""
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis._cli import run_cli
 from analysis.compare import compare_results, metric_change, min_two_sided_p
 from analysis.compare import main as compare_main
+from coldstart.cli import run_cli
 from harness.schema import BootResult, benchmark_entry, new_document, write_document
 
 MACHINE = {"cpu": {"brand_raw": "AMD EPYC 9354 32-Core Processor", "count": 32},

@@ -2,7 +2,7 @@
 
 import sys
 
-from analysis._cli import run_cli
 from analysis.predictors.build import main
+from coldstart.cli import run_cli
 
 sys.exit(run_cli("analysis.predictors", main))

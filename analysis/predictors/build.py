@@ -25,10 +25,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
 from coldstart import program_name
+from coldstart.cli import ArgumentParser, InputError, run_cli
 
 __all__ = ["RECIPES", "Recipe", "REPO_ROOT", "build_document", "build_all", "undated",
            "same_fit", "main"]
