@@ -31,6 +31,7 @@ line for a cell replaces an earlier one: a shard re-run into the same log.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -49,8 +50,7 @@ from analysis.shards import (
     read_shard,
     stamp_epoch,
 )
-from coldstart import program_name
-from coldstart.cli import ArgumentParser, InputError, run_cli
+from coldstart.cli import InputError, run_program
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs, write_document
 
 # Reading a shard is analysis.shards'; its names stay importable from here.
@@ -239,9 +239,8 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
     return name_runs(merged)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog=program_name("analysis.merge"),
-                            description="Merge the shards of one matrix into one run.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Merge the shards of one matrix into one run."
     parser.add_argument("inputs", nargs="+", type=Path,
                         help="shard documents (--benchmark-json) and cells logs (*.cells.jsonl)")
     parser.add_argument("-o", "--out", required=True, type=Path, help="the merged document")
@@ -252,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-mixed-commits", action="store_true",
                         help="merge shards of different commits (each cell keeps its "
                              "commit_info in extra_info)")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.out.exists() and args.out.is_dir():
         raise InputError(f"-o {args.out}: is a folder")
     paths = list(dict.fromkeys(args.inputs))  # a file named twice is read once
@@ -267,5 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.merge", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.merge", main))
+    sys.exit(main())

@@ -17,8 +17,8 @@ from typing import NoReturn
 
 from coldstart import program_name
 
-__all__ = ["UserError", "InputError", "USER_ERRORS", "ArgumentParser", "error_line",
-           "report_error", "run_cli", "parser_for", "run_program"]
+__all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS", "ArgumentParser",
+           "error_line", "report_error", "run_cli", "parser_for", "parse_and_run", "run_program"]
 
 
 class UserError(Exception):
@@ -29,6 +29,11 @@ class UserError(Exception):
 class InputError(UserError, ValueError):
     """Any input a program refuses that no more specific error names (a holdout name not in
     the data, an option out of range, ...)."""
+
+
+class UsageError(InputError):
+    """A usage error ``run`` finds that argparse cannot (an option another needs): said as
+    argparse's own are, naming the program's ``--help``."""
 
 
 # The OS errors come from paths given on the command line: a missing input, an output folder
@@ -75,9 +80,20 @@ def parser_for(module: str, add_arguments: Callable[[argparse.ArgumentParser], N
     return parser
 
 
+def parse_and_run(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int],
+                  argv: list[str] | None) -> int:
+    """``run`` the options ``parser`` reads from ``argv``; a ``UsageError`` of ``run`` is
+    the parser's usage error."""
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except UsageError as exc:
+        parser.error(str(exc))
+
+
 def run_program(module: str, add_arguments: Callable[[argparse.ArgumentParser], None],
                 run: Callable[[argparse.Namespace], int], argv: list[str] | None = None) -> int:
     """The ``main`` of ``python -m MODULE``: parse ``argv`` (default ``sys.argv[1:]``) and
     ``run`` under the one error convention, the line named by the module."""
     parser = parser_for(module, add_arguments)
-    return run_cli(module, lambda a: run(parser.parse_args(a)), argv)
+    return run_cli(module, lambda a: parse_and_run(parser, run, a), argv)
