@@ -65,7 +65,6 @@ def run_cli(prog: str, main: Callable[[list[str] | None], int],
             argv: list[str] | None = None) -> int:
     """Run ``main(argv)``; a user error becomes ``prog: error: <one line>`` and exit code 2.
     ``prog`` is the module (``analysis.fit``), or ``coldstart VERB`` from the front door."""
-    prog = program_name(prog, plain=prog)
     try:
         return main(argv)
     except USER_ERRORS as exc:
