@@ -49,6 +49,7 @@ Exit codes: 0 no regression, 1 regression, 2 bad input or refused comparison.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -56,7 +57,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.changes import (
     EXACT_MAX_ARRANGEMENTS,
     FAILING,
@@ -84,7 +84,7 @@ from analysis.metrics import (
     median_of_rounds,
     metric_values,
 )
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 from harness.document import RunDocument, read_cells
 from harness.schema import BootResult, SchemaError
 
@@ -189,9 +189,8 @@ def prepare(base_path: str, new_path: str, *, force: bool = False) -> Prepared:
                     warning)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog=program_name("analysis.compare"),
-                                     description="Compare two runs phase by phase.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Compare two runs phase by phase."
     parser.add_argument("base")
     parser.add_argument("new")
     parser.add_argument("--threshold", type=float, default=0.10,
@@ -209,23 +208,32 @@ def main(argv: list[str] | None = None) -> int:
                              "skipped rounds and phases NEW lost pass")
     parser.add_argument("--all", action="store_true", help="list unchanged metrics too")
     parser.add_argument("--json", help="write every comparison as JSON here")
-    args = parser.parse_args(argv)
-    if not (math.isfinite(args.threshold) and math.isfinite(args.noise_floor_s)) \
-            or args.threshold < 0 or args.noise_floor_s < 0 or not 0 < args.alpha < 1:
+
+
+def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
+                 noise_floor_s: float = 0.05, alpha: float = 0.05, force: bool = False,
+                 strict: bool = False, allow_missing: bool = False, show_all: bool = False,
+                 json_path: str | Path | None = None) -> int:
+    """``python -m analysis.compare`` as a function: print the table (and the warning of
+    cells on one side) and write ``json_path``; 0 no regression, 1 regression. Bad input or
+    a refused comparison raises its ``UserError`` (``InputError``, ``SchemaError``)."""
+    if not (math.isfinite(threshold) and math.isfinite(noise_floor_s)) \
+            or threshold < 0 or noise_floor_s < 0 or not 0 < alpha < 1:
         # NaN compares false with everything: it would turn every change into "no change".
         raise InputError("--threshold and --noise-floor-s must be finite and >= 0, --alpha "
                          "in (0, 1)")
 
-    run = prepare(args.base, args.new, force=args.force)
-    base_doc, base, new_doc, new = run.base_doc, run.base, run.new_doc, run.new
-    meta_base, meta_new, disagree, unchecked = (run.meta_base, run.meta_new, run.disagree,
-                                                run.unchecked)
-    if run.overlap_warning:
-        print(f"analysis.compare: warning: {run.overlap_warning}", file=sys.stderr)
+    prepared = prepare(str(base_path), str(new_path), force=force)
+    base_doc, base, new_doc, new = (prepared.base_doc, prepared.base, prepared.new_doc,
+                                    prepared.new)
+    meta_base, meta_new = prepared.meta_base, prepared.meta_new
+    disagree, unchecked = prepared.disagree, prepared.unchecked
+    if prepared.overlap_warning:
+        print(f"analysis.compare: warning: {prepared.overlap_warning}", file=sys.stderr)
 
-    changes = compare_results(base, new, threshold=args.threshold,
-                              floor_s=args.noise_floor_s, alpha=args.alpha)
-    failed = failing_changes(changes, strict=args.strict, allow_missing=args.allow_missing)
+    changes = compare_results(base, new, threshold=threshold,
+                              floor_s=noise_floor_s, alpha=alpha)
+    failed = failing_changes(changes, strict=strict, allow_missing=allow_missing)
     details = detail_changes(base, new)
     went = where_changes_went(changes, details)
 
@@ -243,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     for h in ("cell", "metric", "base median s", "new median s", "change", "noise s", "n",
               "p", "status"):
         table.add_column(h, overflow="fold")
-    shown = [c for c in changes if args.all or c.status != "no change"]
+    shown = [c for c in changes if show_all or c.status != "no change"]
     for c in shown:
         change = "-" if c.change_s is None else f"{c.change_s:+.2f} s ({100 * c.change_rel:+.1f} %)"
         table.add_row(c.cell, c.metric,
@@ -261,19 +269,20 @@ def main(argv: list[str] | None = None) -> int:
                   f"unchanged, {len(failed)} failing the gate")
     # Timed comparisons whose rounds cannot give p < alpha (one round a side: no test).
     untestable = sum(c.base_median_s is not None and (c.min_attainable_p is None
-                                                      or c.min_attainable_p >= args.alpha)
+                                                      or c.min_attainable_p >= alpha)
                      for c in changes)
-    if untestable and not args.strict:
+    if untestable and not strict:
         console.print(f"[yellow]{untestable} comparisons have too few rounds to reach p < "
-                      f"{args.alpha}: a slowdown there can only fail the gate with "
+                      f"{alpha}: a slowdown there can only fail the gate with "
                       "--strict[/yellow]")
-    if args.json:
-        Path(args.json).write_text(json.dumps({
-            "base": args.base, "new": args.new, "metadata": {"base": meta_base, "new": meta_new},
+    if json_path:
+        Path(json_path).write_text(json.dumps({
+            "base": str(base_path), "new": str(new_path),
+            "metadata": {"base": meta_base, "new": meta_new},
             "metadata_disagreement": {k: list(v) for k, v in disagree.items()},
             "vllm_version": {"base": vllm_versions(base_doc, base), "new": vllm_versions(new_doc, new)},
-            "threshold": args.threshold, "noise_floor_s": args.noise_floor_s,
-            "alpha": args.alpha, "strict": args.strict, "allow_missing": args.allow_missing,
+            "threshold": threshold, "noise_floor_s": noise_floor_s,
+            "alpha": alpha, "strict": strict, "allow_missing": allow_missing,
             "changes": [asdict(c) for c in changes],
             "details": [asdict(d) for d in details],
             "where_changes_went": [{"cell": k[0], "phase": k[1], "line": v}
@@ -282,5 +291,16 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+def run(args: argparse.Namespace) -> int:
+    return compare_runs(args.base, args.new, threshold=args.threshold,
+                        noise_floor_s=args.noise_floor_s, alpha=args.alpha, force=args.force,
+                        strict=args.strict, allow_missing=args.allow_missing,
+                        show_all=args.all, json_path=args.json)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.compare", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.compare", main))
+    sys.exit(main())

@@ -1,10 +1,12 @@
 """Errors the analysis modules raise for input a user can fix, apart from the CLI that reports
-them (``analysis._cli`` catches them; the modules that raise them need not import it)."""
+them (``coldstart.cli.run_cli`` catches every ``UserError``)."""
 
 from __future__ import annotations
+
+from coldstart.cli import UserError
 
 __all__ = ["FeatureError"]
 
 
-class FeatureError(ValueError):
+class FeatureError(UserError, ValueError):
     """A model folder or feature file that cannot give the features asked for."""

@@ -29,12 +29,12 @@ Imports without vLLM or torch.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, run_cli
 from analysis.errors import FeatureError
 from analysis.feature_files import load_features, read_features_json
 from analysis.feature_model import (
@@ -67,7 +67,7 @@ from analysis.model_folder import (
     from_model_dir,
 )
 from analysis.study_features import read_study_models_config, study_entry_features
-from coldstart import program_name
+from coldstart.cli import run_program
 from harness.document import read_results
 
 __all__ = [
@@ -100,14 +100,16 @@ __all__ = [
     "trait_kind",
 ]
 
-def main(argv: list[str] | None = None) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = run.__doc__
+    parser.add_argument("results", nargs="+")
+    parser.add_argument("-o", "--out", required=True)
+
+
+def run(args: argparse.Namespace) -> int:
     """``python -m analysis.features RESULT.json ... -o features.json``: the features of every
     model in the result files, read from their model folders, as a file ``--features`` takes
     (so a fit can be repeated where the model folders are not)."""
-    ap = ArgumentParser(prog=program_name("analysis.features"), description=main.__doc__)
-    ap.add_argument("results", nargs="+")
-    ap.add_argument("-o", "--out", required=True)
-    args = ap.parse_args(argv)
     out: dict[str, Any] = {}
     for path in args.results:
         for r in read_results(path):
@@ -122,5 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.features", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.features", main))
+    sys.exit(main())

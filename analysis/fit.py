@@ -44,12 +44,12 @@ from here.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import (
     build_dataset,
     config_key,
@@ -87,7 +87,7 @@ from analysis.fit_targets import predict_row as _predict_row
 from analysis.fit_targets import target_value as _target_value
 from analysis.fit_validate import study_method_baseline
 from analysis.model import FitError
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult
 
 # The names this module held before it was split, importable from here as before (the
@@ -112,10 +112,8 @@ def _parse_forced(items: list[str]) -> dict[str, str]:
     return forced
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(
-        prog=program_name("analysis.fit"),
-        description="Fit one linear model per start-up phase; cross-validate; report.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Fit one linear model per start-up phase; cross-validate; report."
     parser.add_argument("results", nargs="*", help="result documents (harness.schema)")
     parser.add_argument("--study", action="append", default=[],
                         help="the reference study's figure folder or comparison_results.json")
@@ -140,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write PCCs, holdout and CV errors as JSON here")
     parser.add_argument("--no-plots", action="store_true")
     parser.add_argument("--quiet", action="store_true", help="no terminal tables")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if not args.results and not args.study:
         raise InputError("no input: give result files and/or --study FOLDER")
     if args.study_logs and not args.study:
@@ -241,5 +241,10 @@ def _summarize(boots: list[BootResult], short: list[ShortConfiguration], args: A
     print(needed_run_line())
     return 0
 
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.fit", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.fit", main))
+    sys.exit(main())

@@ -20,13 +20,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from analysis._cli import InputError
 from analysis.dataset import Dataset, Row, config_key, config_label
 from analysis.features import TRAIT_KINDS, feature_value
 from analysis.fit_select import SPLIT_PHASES, select_feature, split_targets
 from analysis.fit_targets import RESIDUAL, fit_target, pearson, target_points, target_value
 from analysis.fit_validate import cross_validate, evaluate_holdout, study_method_baseline
 from analysis.model import MIN_POINTS_LINEAR, FitError, PhaseModel
+from coldstart.cli import InputError
 from harness.schema import PHASE_NAMES, BootResult
 
 __all__ = ["MIN_TRAINING_MODELS", "POOR_R2", "REPORTED_SUBPHASES", "GroupFit",

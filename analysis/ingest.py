@@ -21,12 +21,12 @@ line per log goes to stderr.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from pathlib import Path
 
-from analysis._cli import ArgumentParser, InputError, run_cli
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 from harness.document import write_run
 from harness.logs import read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document
@@ -77,14 +77,13 @@ def ingest(paths: list[Path]) -> dict:
                         machine_info={"source": "analysis.ingest"})
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(
-        prog=program_name("analysis.ingest"),
-        description="Read vLLM start-up logs into a vllm-coldstart result document.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Read vLLM start-up logs into a vllm-coldstart result document."
     parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="vLLM start-up log")
     parser.add_argument("-o", "--output", type=Path, required=True, help="result JSON to write")
-    args = parser.parse_args(argv)
 
+
+def run(args: argparse.Namespace) -> int:
     # Check every input, and where the output goes, before reading any: a typo costs nothing
     # and writes nothing.
     for path in args.logs:
@@ -103,5 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.ingest", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.ingest", main))
+    sys.exit(main())

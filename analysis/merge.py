@@ -31,6 +31,7 @@ line for a cell replaces an earlier one: a shard re-run into the same log.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -38,7 +39,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import MERGED_KEY, group_machines, info_identity
 from analysis.shards import (
     CELL_AXES,
@@ -50,7 +50,7 @@ from analysis.shards import (
     read_shard,
     stamp_epoch,
 )
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 from harness.document import write_run
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs
 
@@ -239,9 +239,8 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
     return name_runs(merged)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog=program_name("analysis.merge"),
-                            description="Merge the shards of one matrix into one run.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Merge the shards of one matrix into one run."
     parser.add_argument("inputs", nargs="+", type=Path,
                         help="shard documents (--benchmark-json) and cells logs (*.cells.jsonl)")
     parser.add_argument("-o", "--out", required=True, type=Path, help="the merged document")
@@ -252,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--allow-mixed-commits", action="store_true",
                         help="merge shards of different commits (each cell keeps its "
                              "commit_info in extra_info)")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.out.exists() and args.out.is_dir():
         raise InputError(f"-o {args.out}: is a folder")
     paths = list(dict.fromkeys(args.inputs))  # a file named twice is read once
@@ -267,5 +268,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.merge", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.merge", main))
+    sys.exit(main())

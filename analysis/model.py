@@ -31,6 +31,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
+from coldstart.cli import UserError
+
 __all__ = ["FitError", "PhaseModel", "Prediction", "combine_predictions", "fit_phase",
            "screening_budget", "MAX_OUTLIER_FRACTION", "MIN_POINTS_CONSTANT",
            "MIN_POINTS_LINEAR", "MIN_POINTS_OUTLIER_TEST"]
@@ -45,7 +47,7 @@ MIN_POINTS_OUTLIER_TEST = 6
 MAX_OUTLIER_FRACTION = 0.2
 
 
-class FitError(ValueError):
+class FitError(UserError, ValueError):
     """Data that cannot be fitted (too few points, nothing to fit)."""
 
 

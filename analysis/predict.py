@@ -21,6 +21,7 @@ freedom (see ``analysis.model``). Only numpy and scipy are needed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
@@ -30,7 +31,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.dataset import CONFIG_FIELDS, config_label
 from analysis.features import (
     TORCH_DTYPE_BYTES,
@@ -55,7 +55,7 @@ from analysis.predictors import (
     shipped_names,
 )
 from analysis.storage import predicted_storage
-from coldstart import program_name
+from coldstart.cli import InputError, UsageError, run_program
 from harness.schema import SchemaError, read_json, validation_summary
 
 __all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
@@ -302,9 +302,8 @@ def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Pr
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog=program_name("analysis.predict"),
-                                     description="Predict the start-up phases of a model.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Predict the start-up phases of a model."
     parser.add_argument("model", nargs="?", help="model folder, HF config.json or features JSON")
     parser.add_argument("--fit", help="predictor file written by analysis.fit, or a shipped "
                                       f"predictor: {', '.join(shipped_names())}")
@@ -328,15 +327,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="model name to print")
     parser.add_argument("--level", type=float, default=0.95, help="interval level (0.95)")
     parser.add_argument("--json", help="write the prediction as JSON here")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.list_fits:
         print("\n".join(list_lines()))
         return 0
     if args.fit is None:  # not required=True: --list-fits needs no predictor
-        parser.error("the following arguments are required: --fit (a predictor file or "
-                     f"{', '.join(shipped_names())})")
+        raise UsageError("the following arguments are required: --fit (a predictor file or "
+                         f"{', '.join(shipped_names())})")
     if args.model is None:
-        parser.error("the following arguments are required: model")
+        raise UsageError("the following arguments are required: model")
     if not 0 < args.level < 1:
         raise InputError(f"--level {args.level}: must be between 0 and 1")
     if args.capture_sizes is not None and args.capture_sizes < 0:
@@ -413,5 +414,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.predict", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.predict", main))
+    sys.exit(main())

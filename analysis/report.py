@@ -33,12 +33,12 @@ for: the pages do not need the fit.
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.report_cells import AXES, AXIS_ORDER, RESIDUAL, Cell, axis_effects, load_run
 from analysis.report_comparison import render_comparison
 from analysis.report_page import CSP
@@ -52,7 +52,7 @@ from analysis.report_plots import (
     fig_timeline,
 )
 from analysis.report_run import render_run
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 
 if TYPE_CHECKING:  # at run time, __getattr__ below imports them when asked for
     from analysis.fit_report import print_terminal, write_markdown
@@ -77,20 +77,21 @@ def __getattr__(name: str) -> Any:
 
 
 # ------------------------------------------------------------------------------ the CLI
-def main(argv: list[str] | None = None) -> int:
-    ap = ArgumentParser(prog=program_name("analysis.report"),
-                        description="A run (one JSON) or a comparison (two) as one "
-                                    "self-contained HTML page.")
-    ap.add_argument("json", nargs="+", help="RUN.json, or BASE.json NEW.json")
-    ap.add_argument("-o", "--out", help="the HTML file (default report.html, compare.html)")
-    group = ap.add_argument_group("comparison (the same as analysis.compare's)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("A run (one JSON) or a comparison (two) as one self-contained "
+                          "HTML page.")
+    parser.add_argument("json", nargs="+", help="RUN.json, or BASE.json NEW.json")
+    parser.add_argument("-o", "--out", help="the HTML file (default report.html, compare.html)")
+    group = parser.add_argument_group("comparison (the same as analysis.compare's)")
     group.add_argument("--threshold", type=float, default=0.10)
     group.add_argument("--noise-floor-s", type=float, default=0.05)
     group.add_argument("--alpha", type=float, default=0.05)
     group.add_argument("--strict", action="store_true")
     group.add_argument("--allow-missing", action="store_true")
     group.add_argument("--force", action="store_true")
-    args = ap.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if len(args.json) > 2:
         raise InputError("give one run (RUN.json) or two to compare (BASE.json NEW.json)")
     if not (math.isfinite(args.threshold) and math.isfinite(args.noise_floor_s)) \
@@ -116,5 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.report", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.report", main))
+    sys.exit(main())

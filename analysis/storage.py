@@ -28,8 +28,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from analysis._cli import InputError
 from analysis.feature_model import ModelFeatures, feature_parts
+from coldstart.cli import InputError
 
 __all__ = ["LOAD_BANDWIDTH_FEATURE", "boot_load_bandwidth", "predicted_storage",
            "row_load_bandwidth", "training_bandwidth", "uses_load_bandwidth",

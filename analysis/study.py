@@ -34,17 +34,17 @@ capture-size list are taken from a log; phase durations come from the JSON only.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from analysis._cli import ArgumentParser, run_cli
 from analysis.errors import FeatureError
 from analysis.feature_model import ModelFeatures
 from analysis.study_features import study_entry_features
-from coldstart import program_name
+from coldstart.cli import run_program
 from harness.document import write_run
 from harness.logs import read_log
 from harness.schema import (
@@ -376,17 +376,18 @@ def study_document(study: StudyData) -> dict[str, Any]:
     return new_document(entries, machine_info=machine)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(
-        prog=program_name("analysis.study"),
-        description="Turn the reference study's comparison_results.json into a result document.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Turn the reference study's comparison_results.json into a result "
+                          "document.")
     parser.add_argument("source", help="figure folder or (avg_)comparison_results.json")
     parser.add_argument("-o", "--output", required=True, help="result document to write")
     parser.add_argument("--models-config", help="the study's models_config.json")
     parser.add_argument("--logs", metavar="FOLDER",
                         help="boot logs to read model facts from where the figure has none")
     parser.add_argument("--features-out", help="also write {model: features} JSON here")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     study = read_study(args.source, models_config=args.models_config, logs=args.logs)
     write_run(study_document(study), args.output)
     if args.features_out:
@@ -396,5 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.study", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.study", main))
+    sys.exit(main())

@@ -6,10 +6,10 @@ did, and how fast the weights came in against what the storage gives.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
-from analysis._cli import ArgumentParser, run_cli
-from coldstart import program_name
+from coldstart.cli import run_program
 from harness.document import read_results
 from harness.evidence import WeightsFacts
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
@@ -38,11 +38,13 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
     return headers, out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = ArgumentParser(prog=program_name("analysis.table"), description=__doc__.split("\n")[0])
-    ap.add_argument("json", nargs="+")
-    ap.add_argument("--markdown", action="store_true", help="print a markdown table")
-    args = ap.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n")[0]
+    parser.add_argument("json", nargs="+")
+    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
+
+
+def run(args: argparse.Namespace) -> int:
     results = [r for path in args.json for r in read_results(path)]
     if not results:  # a run that booted nothing is worth saying, not an empty table
         raise SchemaError(f"{', '.join(args.json)}: no boot in it (no benchmark, nothing "
@@ -64,5 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.table", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.table", main))
+    sys.exit(main())

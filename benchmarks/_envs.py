@@ -37,7 +37,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from coldstart import program_name
+from coldstart.cli import UserError, run_program
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP = REPO_ROOT / "scripts" / "bootstrap.sh"
@@ -45,7 +45,7 @@ MARKER = ".coldstart-env.json"
 MARKER_VERSION = 1
 
 
-class EnvError(Exception):
+class EnvError(UserError):
     """A release spec that names no single release, or an environment that cannot be made."""
 
 
@@ -195,29 +195,30 @@ def checkout_env(env_path: Path, base: dict[str, str] | None = None) -> dict[str
     return env
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=program_name("benchmarks._envs"),
-                                 description="Make (or reuse) one environment per vLLM release.")
-    ap.add_argument("specs", nargs="+", help="NAME==VERSION (or VERSION: the default package)")
-    ap.add_argument("--dir", type=Path, default=None, help="where the environments go "
-                    "(default: the cache, ~/.cache/vllm-coldstart/envs)")
-    ap.add_argument("--pip", action="store_true", help="install with pip instead of uv")
-    args = ap.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Make (or reuse) one environment per vLLM release."
+    parser.add_argument("specs", nargs="+",
+                        help="NAME==VERSION (or VERSION: the default package)")
+    parser.add_argument("--dir", type=Path, default=None, help="where the environments go "
+                        "(default: the cache, ~/.cache/vllm-coldstart/envs)")
+    parser.add_argument("--pip", action="store_true", help="install with pip instead of uv")
 
+
+def run(args: argparse.Namespace) -> int:
     def progress(msg: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} envs: {msg}", file=sys.stderr, flush=True)
 
-    try:
-        package = default_package()
-        releases = [parse_release(s, package) for s in args.specs]
-        for release in releases:
-            path = ensure_env(release, home=args.dir, use_pip=args.pip, progress=progress)
-            marker = read_marker(path) or {}
-            print(f"{release}\t{path}\t{marker.get('installer')}\t{marker.get('made_in_s')} s")
-    except EnvError as exc:
-        print(f"envs: error: {exc}", file=sys.stderr)
-        return 2
+    package = default_package()
+    releases = [parse_release(s, package) for s in args.specs]
+    for release in releases:
+        path = ensure_env(release, home=args.dir, use_pip=args.pip, progress=progress)
+        marker = read_marker(path) or {}
+        print(f"{release}\t{path}\t{marker.get('installer')}\t{marker.get('made_in_s')} s")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("benchmarks._envs", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -20,13 +20,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import InputError, run_cli
 from analysis.calibrate import calibrate_predictor
 from analysis.dataset import CONFIG_FIELDS, info_identity
 from analysis.features import boot_features
 from analysis.predict import choose_group, load_predictor
 from analysis.predictors import describe_calibration, resolve_fit
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 
 __all__ = ["this_machine", "reference_model", "run_calibration", "main"]
 
@@ -101,17 +100,18 @@ def run_calibration(doc: dict[str, Any], group: dict[str, Any], model: str,
     return calibrate_predictor(doc, group, result, boot_features(result), this_machine())
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=program_name("benchmarks.calibrate"),
-                                 description=__doc__.split("\n")[0])
-    ap.add_argument("--fit", required=True, help="a shipped predictor name or a predictor file")
-    ap.add_argument("--model", help="the training model to boot (default: the first fixture)")
-    ap.add_argument("-o", "--out", type=Path, required=True, help="the calibrated predictor")
-    ap.add_argument("--boot-timeout", type=float, default=900.0)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n")[0]
+    parser.add_argument("--fit", required=True, help="a shipped predictor name or a predictor file")
+    parser.add_argument("--model", help="the training model to boot (default: the first fixture)")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="the calibrated predictor")
+    parser.add_argument("--boot-timeout", type=float, default=900.0)
     for field in CONFIG_FIELDS:
-        ap.add_argument(f"--{field.replace('_', '-')}", dest=field,
-                        help=f"choose the predictor's configuration by {field}")
-    args = ap.parse_args(argv)
+        parser.add_argument(f"--{field.replace('_', '-')}", dest=field,
+                            help=f"choose the predictor's configuration by {field}")
+
+
+def run(args: argparse.Namespace) -> int:
     path, _ = resolve_fit(args.fit)
     doc = load_predictor(path)
     group = choose_group(doc, {f: getattr(args, f) for f in CONFIG_FIELDS})
@@ -129,5 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("benchmarks.calibrate", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("benchmarks.calibrate", main))
+    sys.exit(main())

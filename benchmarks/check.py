@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 from harness.document import RunDocument, read_cells, run_document
 from harness.schema import (
     DOCUMENT_KEY,
@@ -37,22 +37,23 @@ def read_document(path: Path) -> RunDocument:
     raise SchemaError(f"{path}: {kind}, not the JSON of `pytest benchmarks/ --benchmark-json`")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=program_name("benchmarks.check"), description=__doc__.split("\n")[0])
-    ap.add_argument("json", type=Path)
-    ap.add_argument("--matrix", default="smoke")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n")[0]
+    parser.add_argument("json", type=Path)
+    parser.add_argument("--matrix", default="smoke")
     for axis, option in AXIS_OPTIONS.items():
-        ap.add_argument(f"--{option}", dest=axis, default=None)
-    ap.add_argument("--allow-failed", action="store_true")
-    args = ap.parse_args(argv)
+        parser.add_argument(f"--{option}", dest=axis, default=None)
+    parser.add_argument("--allow-failed", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    doc = read_document(args.json)
+    results = doc.results()
     try:
-        doc = read_document(args.json)
-        results = doc.results()
         expected = select(args.matrix, **{a: split_values(getattr(args, a), AXIS_OPTIONS[a])
                                           for a in AXES})
-    except (SchemaError, ValueError) as exc:
-        print(f"benchmarks.check: error: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # an unknown matrix, an axis value that is none
+        raise InputError(str(exc)) from None
     by_cell = {cell_id({**{a: getattr(r, a) for a in AXES}, **r.axes}): r for r in results}
     problems = []
     for cell in expected:
@@ -92,6 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks.check: {p}", file=sys.stderr)
     print(f"benchmarks.check: {len(expected)} cells expected, {len(problems)} problem(s)")
     return 1 if problems else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("benchmarks.check", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

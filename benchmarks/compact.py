@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.check import read_document
-from coldstart import program_name
+from coldstart.cli import UsageError, run_program
 from harness.document import write_run
 from harness.schema import (  # noqa: F401  (measured_walls, wall_stats: read from here too)
     DOCUMENT_KEY,
@@ -97,43 +97,41 @@ def compact(doc: dict, keep_events: bool = False) -> dict:
     return doc
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=program_name("benchmarks.compact"), description=__doc__.split("\n")[0])
-    ap.add_argument("json", type=Path, nargs="+")
-    ap.add_argument("-o", "--out", type=Path, default=None)
-    ap.add_argument("--upgrade", action="store_true",
-                    help="rewrite each document in place with its stats restated and its "
-                         "entries named by run (pytest-benchmark compare reads it); drops "
-                         "nothing")
-    ap.add_argument("--keep-events", action="store_true",
-                    help="keep each cell's headline round's events (the run page's timeline, "
-                         "harness.trace --cell); drop only the rounds' copies")
-    args = ap.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n")[0]
+    parser.add_argument("json", type=Path, nargs="+")
+    parser.add_argument("-o", "--out", type=Path, default=None)
+    parser.add_argument("--upgrade", action="store_true",
+                        help="rewrite each document in place with its stats restated and its "
+                             "entries named by run (pytest-benchmark compare reads it); drops "
+                             "nothing")
+    parser.add_argument("--keep-events", action="store_true",
+                        help="keep each cell's headline round's events (the run page's timeline, "
+                             "harness.trace --cell); drop only the rounds' copies")
+
+
+def run(args: argparse.Namespace) -> int:
     if args.upgrade:
         return _upgrade_files(args.json)
     if args.out is None or len(args.json) != 1:
-        ap.error("give one document and -o OUT (or --upgrade FILE...)")
+        raise UsageError("give one document and -o OUT (or --upgrade FILE...)")
     args.json = args.json[0]
-    try:
-        doc = compact(read_document(args.json), keep_events=args.keep_events)
-        write_run(doc, args.out, indent=1)
-    except (SchemaError, OSError) as exc:
-        print(f"benchmarks.compact: error: {exc}", file=sys.stderr)
-        return 2
+    doc = compact(read_document(args.json), keep_events=args.keep_events)
+    write_run(doc, args.out, indent=1)
     print(f"{args.json} ({args.json.stat().st_size:,} B) -> {args.out} ({args.out.stat().st_size:,} B)")
     return 0
 
 
 def _upgrade_files(paths: list[Path]) -> int:
     for path in paths:
-        try:
-            doc = upgrade(read_document(path))
-            write_run(doc, path, indent=1)
-        except (SchemaError, OSError) as exc:
-            print(f"benchmarks.compact: error: {exc}", file=sys.stderr)
-            return 2
+        doc = upgrade(read_document(path))
+        write_run(doc, path, indent=1)
         print(f"upgraded {path}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("benchmarks.compact", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

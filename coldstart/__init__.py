@@ -1,16 +1,17 @@
-"""The one front door: ``coldstart VERB [ARGS]`` runs ``python -m MODULE [ARGS]``.
+"""The one front door: ``coldstart VERB [ARGS]``, one argparse command line with a
+subcommand per verb (as pyperf's).
 
-Each verb is the program its module already is (same options, same one-line errors and exit
-codes); the ``python -m`` forms stay. Modules are imported only when their verb runs, so the
-analysis verbs work where vLLM is not installed.
+Each verb is the program its module already is: the module exposes ``add_arguments(parser)``
+and ``run(args)``, which the front door calls on the verb's subparser, and its ``main`` is
+``python -m MODULE`` with the same options, the same one-line errors and exit codes
+(``coldstart.cli``). Only the chosen verb's module is imported, so ``coldstart --help`` reads
+no other and the analysis verbs work where vLLM is not installed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-# verb -> (module run as __main__, what it does). New programs join here.
+# verb -> (module run as __main__, what it does). New programs join here: their module
+# exposes add_arguments(parser) and run(args) (coldstart.cli), as every one below does.
 VERBS: dict[str, tuple[str, str]] = {
     "bench": ("benchmarks", "run the benchmark matrix: pytest benchmarks/ [pytest options]"),
     "boot": ("harness", "one isolated boot of real vLLM, cut into phases -> BootResult JSON"),
@@ -36,25 +37,17 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
-# (module, verb) of the program the front door is running now: its usage and errors name it.
-_running: list[tuple[str, str]] = []
+def program_name(module: str) -> str:
+    """What the program of ``module`` calls itself in its usage run as ``python -m MODULE``
+    (the front door names its verb's parser ``coldstart VERB``)."""
+    return f"python -m {module}"
 
 
-@contextmanager
-def running(module: str, verb: str) -> Iterator[None]:
-    """While the front door runs ``module`` as ``coldstart VERB``."""
-    _running.append((module, verb))
-    try:
-        yield
-    finally:
-        _running.remove((module, verb))
+def verb_module(verb: str) -> str:
+    """The module holding ``verb``'s ``add_arguments`` and ``run``: the one ``python -m``
+    runs (a package's ``__main__``)."""
+    import importlib.util
 
-
-def program_name(module: str, plain: str | None = None) -> str:
-    """What the program of ``module`` calls itself in its usage and error lines:
-    ``coldstart VERB`` when the front door runs it, else ``plain`` (default
-    ``python -m MODULE``)."""
-    for running_module, verb in reversed(_running):
-        if running_module == module:
-            return f"coldstart {verb}"
-    return plain if plain is not None else f"python -m {module}"
+    module = VERBS[verb][0]
+    spec = importlib.util.find_spec(module)
+    return f"{module}.__main__" if spec and spec.submodule_search_locations else module

@@ -1,20 +1,49 @@
-"""``coldstart VERB [ARGS]``: see :data:`coldstart.VERBS`."""
+"""``coldstart VERB [ARGS]``: one argparse command line, a subcommand per verb of
+:data:`coldstart.VERBS`; only the chosen verb's module is imported."""
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import importlib.util
-import runpy
 import sys
 from pathlib import Path
 
-from coldstart import VERBS, running
+from coldstart import VERBS, verb_module
+from coldstart.cli import ArgumentParser, InputError, parse_and_run, report_error, run_cli
+
+PROG = "coldstart"
 
 
-def _usage() -> str:
-    width = max(map(len, VERBS))
-    lines = [f"  {verb:<{width}}  {what}" for verb, (_, what) in VERBS.items()]
-    return ("usage: coldstart VERB [ARGS]   (coldstart VERB --help for a verb's options)\n\n"
-            "verbs:\n" + "\n".join(lines))
+class VerbsHelpFormatter(argparse.HelpFormatter):
+    """argparse's help, with room for the longest verb: argparse measures the verbs without
+    their indent, so the help of the longest ones would wrap onto a line of its own."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if action.help is not argparse.SUPPRESS and isinstance(action.choices, dict):
+            longest = max(map(len, action.choices), default=0)
+            self._action_max_length = max(self._action_max_length,
+                                          self._current_indent + self._indent_increment
+                                          + longest)
+
+
+def build_parser() -> tuple[ArgumentParser, dict[str, ArgumentParser]]:
+    """The front door's parser and one empty subparser per verb (its options are added once
+    the verb is chosen: reading them imports the verb's module)."""
+    parser = ArgumentParser(
+        prog=PROG, formatter_class=VerbsHelpFormatter,
+        description="Why a vLLM instance takes the seconds it takes to become ready, phase "
+                    "by phase.",
+        epilog=f"{PROG} VERB --help for a verb's options")
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
+    subparsers = {}
+    for verb, (_, what) in VERBS.items():
+        # bench's options are pytest's own, --help included: nothing of them is parsed here
+        subparsers[verb] = verbs.add_parser(
+            verb, help=what, prog=f"{PROG} {verb}", add_help=verb != "bench",
+            **({"usage": f"{PROG} bench [pytest options]"} if verb == "bench" else {}))
+    return parser, subparsers
 
 
 def _bench(args: list[str]) -> int:
@@ -28,29 +57,28 @@ def _bench(args: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if not args or args[0] in ("-h", "--help", "help"):
-        print(_usage())
-        return 0 if args else 2
-    verb, rest = args[0], args[1:]
-    if verb not in VERBS:
-        print(f"coldstart: error: unknown verb {verb!r}; one of {', '.join(VERBS)}",
-              file=sys.stderr)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser, subparsers = build_parser()
+    if not argv:
+        parser.print_help()
         return 2
+    verb, rest = argv[0], argv[1:]
+    if verb in ("-h", "--help", "help"):
+        parser.print_help()
+        return 0
+    if verb.startswith("-"):  # the front door has no option but --help
+        return report_error(PROG, InputError(f"unrecognized option {verb!r}: the verb comes "
+                                             f"first ({PROG} --help)"))
+    if verb not in VERBS:
+        return report_error(PROG, InputError(f"unknown verb {verb!r}; one of "
+                                             f"{', '.join(VERBS)} ({PROG} --help)"))
     if verb == "bench":
+        # argparse's REMAINDER would take a leading pytest option (-k) for one of its own
         return _bench(rest)
-    module = VERBS[verb][0]
-    sys.argv = [f"coldstart {verb}", *rest]
-    try:
-        with running(module, verb):
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-    except SystemExit as done:
-        code = done.code
-        if code is None or isinstance(code, int):
-            return code or 0
-        print(code, file=sys.stderr)
-        return 1
-    return 0
+    module = importlib.import_module(verb_module(verb))
+    subparser = subparsers[verb]
+    module.add_arguments(subparser)
+    return run_cli(f"{PROG} {verb}", lambda a: parse_and_run(subparser, module.run, a), rest)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coldstart import program_name
+from coldstart.cli import run_program
 
 # name -> (module, model, what it is); imported only when asked, so this runs without vLLM.
 DOCUMENTS: dict[str, tuple[str, str, str]] = {
@@ -45,12 +45,13 @@ def json_schema(name: str) -> dict[str, Any]:
     return schema
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=program_name("coldstart.schema"),
-                                 description=__doc__.split("\n")[0])
-    ap.add_argument("name", nargs="?", choices=sorted(DOCUMENTS))
-    ap.add_argument("-o", "--out", type=Path, help="write here instead of standard output")
-    args = ap.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n")[0]
+    parser.add_argument("name", nargs="?", choices=sorted(DOCUMENTS))
+    parser.add_argument("-o", "--out", type=Path, help="write here instead of standard output")
+
+
+def run(args: argparse.Namespace) -> int:
     if args.name is None:
         for name, (module, model, what) in DOCUMENTS.items():
             print(f"{name:16} {module}.{model}: {what}")
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("coldstart.schema", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coldstart import program_name
+from coldstart.cli import InputError, run_program
 from harness.boot import BootError, BootSpec, run_boot
 from harness.schema import (
     COMPILE_CACHE_MODES,
@@ -86,41 +86,40 @@ def render_table(result: BootResult) -> None:
     Console(stderr=True).print(table)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=program_name("harness"), description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, help="fixture name or model folder")
-    ap.add_argument("--loader", default="safetensors", choices=LOADERS)
-    ap.add_argument("--compile-cache", default="cold", choices=COMPILE_CACHE_MODES)
-    ap.add_argument("--page-cache", default="warm", choices=PAGE_CACHE_MODES)
-    ap.add_argument("--entrypoint", default="offline", choices=ENTRYPOINTS)
-    ap.add_argument("--engine-arg", action="append", type=_engine_arg, default=[],
-                    metavar="KEY=VALUE", help="extra vLLM engine argument (repeatable)")
-    ap.add_argument("--tensorizer-uri", type=Path, help="serialized model for --loader tensorizer")
-    ap.add_argument("--timeout", type=float, default=900.0, help="hard limit for the boot (s)")
-    ap.add_argument("--check-answer", action="store_true",
-                    help="judge the answer against a float32 reference of this machine "
-                         "(a real model: random weights answer nothing to judge)")
-    ap.add_argument("--answer-reference", type=Path, metavar="FOLDER",
-                    help="with --check-answer: the pristine model folder the answer should come "
-                         "from (default: the folder booted)")
-    ap.add_argument("--work-dir", type=Path, help="where the boot's log and events go")
-    ap.add_argument("--out", type=Path, default=Path("boot_result.json"))
-    args = ap.parse_args(argv)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.splitlines()[0]
+    parser.add_argument("--model", required=True, help="fixture name or model folder")
+    parser.add_argument("--loader", default="safetensors", choices=LOADERS)
+    parser.add_argument("--compile-cache", default="cold", choices=COMPILE_CACHE_MODES)
+    parser.add_argument("--page-cache", default="warm", choices=PAGE_CACHE_MODES)
+    parser.add_argument("--entrypoint", default="offline", choices=ENTRYPOINTS)
+    parser.add_argument("--engine-arg", action="append", type=_engine_arg, default=[],
+                        metavar="KEY=VALUE", help="extra vLLM engine argument (repeatable)")
+    parser.add_argument("--tensorizer-uri", type=Path,
+                        help="serialized model for --loader tensorizer")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help="hard limit for the boot (s)")
+    parser.add_argument("--check-answer", action="store_true",
+                        help="judge the answer against a float32 reference of this machine "
+                             "(a real model: random weights answer nothing to judge)")
+    parser.add_argument("--answer-reference", type=Path, metavar="FOLDER",
+                        help="with --check-answer: the pristine model folder the answer should "
+                             "come from (default: the folder booted)")
+    parser.add_argument("--work-dir", type=Path, help="where the boot's log and events go")
+    parser.add_argument("--out", type=Path, default=Path("boot_result.json"))
 
+
+def run(args: argparse.Namespace) -> int:
     def progress(msg: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
 
     # Checked before the boot, not after it: a result is never lost to a bad --out.
     if not args.out.parent.is_dir():
-        print(f"error: --out {args.out}: folder {args.out.parent} does not exist", file=sys.stderr)
-        return 2
+        raise InputError(f"--out {args.out}: folder {args.out.parent} does not exist")
     if not os.access(args.out if args.out.exists() else args.out.parent, os.W_OK):
-        print(f"error: --out {args.out}: not writable", file=sys.stderr)
-        return 2
+        raise InputError(f"--out {args.out}: not writable")
     if args.answer_reference is not None and not (args.answer_reference / "config.json").is_file():
-        print(f"error: --answer-reference {args.answer_reference}: not a model folder",
-              file=sys.stderr)
-        return 2
+        raise InputError(f"--answer-reference {args.answer_reference}: not a model folder")
     try:
         name, path = resolve_model(args.model)
         tensorizer_uri = args.tensorizer_uri
@@ -134,9 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                         timeout_s=args.timeout, check_answer=args.check_answer,
                         tensorizer_uri=tensorizer_uri, work_dir=args.work_dir)
         result = run_boot(spec, progress=progress)
-    except BootError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except BootError as exc:  # a spec that cannot boot: said before any process starts
+        raise InputError(str(exc)) from None
     except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM / SIGHUP (BootInterrupted)
         print(f"error: interrupted ({exc or 'Ctrl-C'}); the boot's processes were killed",
               file=sys.stderr)
@@ -164,6 +162,10 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("harness", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from coldstart.cli import UserError
 from harness.evidence import Evidence
 
 SCHEMA_VERSION = 3
@@ -227,7 +228,7 @@ class BootResult(BaseModel):
 DOCUMENT_KEY = "coldstart"
 
 
-class SchemaError(ValueError):
+class SchemaError(UserError, ValueError):
     """A file that is not a result document of this suite."""
 
 

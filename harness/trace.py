@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coldstart import program_name
+from coldstart.cli import run_program
 from harness.document import read_cells
 from harness.schema import (
     PHASE_NAMES,
@@ -273,37 +273,30 @@ def find_boot(path: str | Path, cell: str | None = None) -> tuple[str, BootResul
     return cell, chosen
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit code 2 (argparse prints the usage too)
-        print(f"harness.trace: error: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(2)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = __doc__.split("\n")[0]
+    parser.add_argument("json", help="a BootResult (python -m harness --out) or a run's JSON")
+    parser.add_argument("--cell", help="the cell's id (model=...-loader=...); its median round")
+    parser.add_argument("-o", "--out", type=Path, required=True, help="the trace file to write")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = _Parser(prog=program_name("harness.trace"), description=__doc__.split("\n")[0])
-    ap.add_argument("json", help="a BootResult (python -m harness --out) or a run's JSON")
-    ap.add_argument("--cell", help="the cell's id (model=...-loader=...); its median round")
-    ap.add_argument("-o", "--out", type=Path, required=True, help="the trace file to write")
-    try:
-        args = ap.parse_args(argv)
-    except SystemExit as exc:  # argparse's usage error: keep exit code 2, one line shown
-        return int(exc.code or 0)
-    try:
-        title, result = find_boot(args.json, args.cell)
-        if not result.events:
-            raise SchemaError(f"{args.json}: {title}: the result holds no events (a compacted "
-                              "run, benchmarks.compact, drops them): nothing to draw")
-        trace = chrome_trace(result, title=title)
-        args.out.write_text(json.dumps(trace) + "\n")
-    except (SchemaError, OSError) as exc:
-        print(f"harness.trace: error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+def run(args: argparse.Namespace) -> int:
+    title, result = find_boot(args.json, args.cell)
+    if not result.events:
+        raise SchemaError(f"{args.json}: {title}: the result holds no events (a compacted "
+                          "run, benchmarks.compact, drops them): nothing to draw")
+    trace = chrome_trace(result, title=title)
+    args.out.write_text(json.dumps(trace) + "\n")
     slices = sum(e["ph"] == "X" for e in trace["traceEvents"])
     instants = sum(e["ph"] == "i" for e in trace["traceEvents"])
     tracks = sum(e["name"] == "process_name" for e in trace["traceEvents"])
     print(f"{args.out}: {tracks} tracks, {slices} slices, {instants} instants; open it in "
           "https://ui.perfetto.dev or chrome://tracing")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_program("harness.trace", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis._cli import run_cli
 from analysis.compare import compare_results, metric_change, min_two_sided_p
 from analysis.compare import main as compare_main
+from coldstart.cli import run_cli
 from harness.document import write_run
 from harness.schema import BootResult, benchmark_entry, new_document
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis._cli import run_cli
 from analysis.fit import main as fit_main
 from analysis.study import STUDY_HOLDOUT, STUDY_REPORTED
+from coldstart.cli import run_cli
 from harness.document import write_run
 from harness.schema import BootResult, benchmark_entry, new_document
 

@@ -117,7 +117,7 @@ def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path
                                               monkeypatch) -> None:
     """figures/README.md: n1 (H100 NVL) for all but figure 10's second GPU (n2, L40S) and
     figure 11's second CPU (n3); the result document says so, and a compare refuses the pair."""
-    from analysis.compare import main as compare_main
+    from analysis.compare import compare_runs
     from harness.document import write_run
 
     figures = figure_rest.parent
@@ -135,7 +135,7 @@ def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path
     doc = json.loads((tmp_path / "n2.json").read_text())
     assert doc["machine_info"]["gpu"] == "L40S" and doc["machine_info"]["node"] == "study-n2"
     with pytest.raises(SchemaError, match="gpu.*'H100 NVL'.*'L40S'"):
-        compare_main([str(tmp_path / "n1.json"), str(tmp_path / "n2.json")])
+        compare_runs(tmp_path / "n1.json", tmp_path / "n2.json")
 
 
 def test_model_facts_from_another_figures_logs(figure_rest: Path) -> None:

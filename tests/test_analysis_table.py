@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis._cli import run_cli
 from analysis.table import main as table_main
+from coldstart.cli import run_cli
 from harness.document import read_results, write_run
 from harness.schema import new_document
 

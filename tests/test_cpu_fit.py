@@ -167,7 +167,7 @@ def test_a_model_lacking_a_phases_features_is_left_out_of_that_phase(tmp_path, c
 
 
 def test_a_held_out_model_lacking_a_lines_feature_is_an_error(tmp_path, capsys):
-    from analysis._cli import run_cli
+    from coldstart.cli import run_cli
 
     lacking = "rand-smollm2-135m-l4-tok-gpt2-50k"
     feats = _features_without(tmp_path, lacking, "tokenizer_bytes", "vocab_size")
@@ -180,7 +180,7 @@ def test_a_held_out_model_lacking_a_lines_feature_is_an_error(tmp_path, capsys):
 
 
 def test_a_features_entry_named_unlike_its_key_is_refused(tmp_path, capsys):
-    from analysis._cli import run_cli
+    from coldstart.cli import run_cli
 
     feats = json.loads(FEATURES.read_text())
     feats["rand-llama3.2-1b"]["model"] = "llama3.2-1b"

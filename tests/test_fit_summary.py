@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis._cli import run_cli
 from analysis.fit import main as fit_main
 from analysis.fit_groups import MIN_TRAINING_MODELS
 from analysis.fit_summary import needed_run, needed_run_line
+from coldstart.cli import run_cli
 from harness.schema import PHASE_NAMES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -136,7 +136,7 @@ def test_cli_unknown_name_exits_2_with_one_line():
     done = subprocess.run([sys.executable, "-m", "fixtures", "build", "smollm2-135m", "no-such-model"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
-    assert done.stderr.strip().startswith("error: unknown fixture 'no-such-model'")
+    assert done.stderr.strip().startswith("fixtures: error: unknown fixture 'no-such-model'")
     assert len(done.stderr.strip().splitlines()) == 1
     assert done.stdout == ""  # nothing was built before the check
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import importlib.util
 import json
 import subprocess
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from coldstart import VERBS
+from coldstart import VERBS, verb_module
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "data"
@@ -76,6 +78,68 @@ def test_a_verbs_error_line_names_the_verb(tmp_path):
     assert door.stderr.startswith("coldstart fit: error:"), door.stderr
     direct = _run("-m", "analysis.fit", str(tmp_path / "missing.json"))
     assert direct.stderr.startswith("analysis.fit: error:"), direct.stderr
+
+
+@pytest.mark.parametrize("verb", [v for v in VERBS if v != "bench"])
+def test_every_verb_is_add_arguments_and_run(verb):
+    module = importlib.import_module(verb_module(verb))
+    assert callable(module.add_arguments) and callable(module.run), verb
+    parser = argparse.ArgumentParser(prog=f"coldstart {verb}")
+    module.add_arguments(parser)  # on a plain parser too, as the front door's subparser is
+    assert parser.format_usage().startswith(f"usage: coldstart {verb}")
+
+
+# A usage error of a verb of each package: argparse's own, and one run finds after parsing.
+USAGE_ERRORS = [
+    ("table", "analysis.table", [], "the following arguments are required: json"),
+    ("predict", "analysis.predict", ["model-dir"], "the following arguments are required: --fit"),
+    ("check", "benchmarks.check", [], "the following arguments are required: json"),
+    ("compact", "benchmarks.compact", ["a.json", "b.json"], "give one document and -o OUT"),
+    ("trace", "harness.trace", [str(RUN)], "the following arguments are required: -o/--out"),
+    ("boot", "harness", ["--model", "m", "--loader", "pickle"], "invalid choice: 'pickle'"),
+    ("fixtures", "fixtures", ["build"], "build: name a fixture or pass --all"),
+    ("schema", "coldstart.schema", ["nothing"], "invalid choice: 'nothing'"),
+]
+
+
+@pytest.mark.parametrize("verb, module, args, words", USAGE_ERRORS)
+def test_a_usage_error_is_one_line_naming_the_program_and_exit_2(verb, module, args, words):
+    # the line names the verb, or the module as python -m runs it; the --help hint names the
+    # command that prints that program's usage
+    for prog, usage, command in (
+            (f"coldstart {verb}", f"coldstart {verb}", ["-m", "coldstart", verb, *args]),
+            (module, f"python -m {module}", ["-m", module, *args])):
+        done = _run(*command)
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"{prog}: error: "), done.stderr
+        assert words in done.stderr and f"(see {usage} --help)" in done.stderr
+
+
+def test_the_front_door_imports_only_the_chosen_verbs_module():
+    code = ("import contextlib, io, sys\n"
+            "from coldstart.__main__ import main\n"
+            "ours = lambda: sorted(m for m in sys.modules if m.partition('.')[0] in "
+            "('analysis', 'benchmarks', 'fixtures', 'harness', 'vllm', 'torch'))\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    assert main(['--help']) == 0\n"
+            "print(ours())\n"
+            "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            "    main(['table', '--help'])\n"
+            "print(ours())\n")
+    done = _run("-c", code)
+    assert done.returncode == 0, done.stderr
+    before, after = (json.loads(line.replace("'", '"')) for line in done.stdout.splitlines())
+    assert before == []
+    assert "analysis.table" in after and not {m for m in after
+                                              if m.partition(".")[0] in ("vllm", "torch")}
+    assert not {"analysis.fit", "benchmarks.gate", "harness.boot"} & set(after)
+
+
+def test_an_option_before_the_verb_is_one_line_and_exit_2():
+    done = _run("-m", "coldstart", "--frobnicate")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith("coldstart: error: ") and "--frobnicate" in done.stderr
 
 
 # ----------------------------------------------------------------- coldstart schema

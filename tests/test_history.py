@@ -74,7 +74,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys) -> None:
     assert history.main([]) == 2
     assert history.main(["--plot", "/nonexistent.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all(line.startswith("history: error:") for line in err)
+    assert len(err) == 2 and all(line.startswith("benchmarks.history: error:") for line in err)
 
 
 def test_cells_are_named_by_what_differs() -> None:

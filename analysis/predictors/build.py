@@ -15,6 +15,7 @@ with the files does not.
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import shlex
@@ -25,13 +26,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from analysis._cli import ArgumentParser, InputError, run_cli
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
-from coldstart import program_name
+from coldstart.cli import InputError, parser_for, run_program
 
 __all__ = ["RECIPES", "Recipe", "REPO_ROOT", "build_document", "build_all", "undated",
-           "same_fit", "main"]
+           "same_fit", "add_arguments", "run", "main"]
 
 REPO_ROOT = PACKAGE_DIR.parents[1]
 STUDY = "tests/data/study"
@@ -104,7 +104,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
 
 def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
     """The predictor document of a recipe: ``analysis.fit``'s, with its provenance."""
-    from analysis.fit import main as fit_main
+    from analysis import fit
 
     missing = [p for p in (*recipe.results, recipe.study, recipe.study_logs, recipe.features)
                if p and not (root / p).exists()]
@@ -115,7 +115,8 @@ def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
         out = Path(tmp)
         argv = [*recipe.fit_argv(root), "--out-dir", str(out), "--json", str(out / "s.json"),
                 "--quiet", "--no-plots"]
-        if fit_main(argv) != 0:
+        # the recipe's command, run here: its errors are the build's
+        if fit.run(parser_for("analysis.fit", fit.add_arguments).parse_args(argv)) != 0:
             raise InputError(f"{recipe.name}: analysis.fit {shlex.join(argv)} failed")
         doc = json.loads((out / "predictor.json").read_text())
         summary = json.loads((out / "s.json").read_text())
@@ -171,14 +172,15 @@ def same_fit(a: Any, b: Any, rel: float = 1e-9) -> bool:
     return a == b
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = ArgumentParser(prog=program_name("analysis.predictors"),
-                            description="Re-make the shipped predictor files.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = "Re-make the shipped predictor files."
     parser.add_argument("action", choices=["build", "list"])
     parser.add_argument("--only", action="append", choices=list(RECIPES), help="this one only")
     parser.add_argument("--check", action="store_true",
                         help="build into a temporary folder; exit 1 if a committed file differs")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
     if args.action == "list":
         from analysis.predictors import list_lines
 
@@ -199,5 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if stale else 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    return run_program("analysis.predictors", add_arguments, run, argv)
+
+
 if __name__ == "__main__":
-    sys.exit(run_cli("analysis.predictors", main))
+    sys.exit(main())

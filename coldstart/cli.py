@@ -1,0 +1,98 @@
+"""The one error convention every program shares, run as ``coldstart VERB`` or as
+``python -m MODULE``: input a user can fix is one line ``PROG: error: MESSAGE`` on stderr and
+exit code 2, no traceback; ``--help`` is argparse's.
+
+Each program's module exposes ``add_arguments(parser)`` (its options) and ``run(args)`` (its
+body, raising a :class:`UserError` for bad input); its ``main`` is :func:`run_program`, and
+the front door (``coldstart.__main__``) calls the same two on its verb's subparser. Only the
+standard library and ``coldstart`` are imported here, so every package may import it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from coldstart import program_name
+
+__all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS", "ArgumentParser",
+           "error_line", "report_error", "run_cli", "parser_for", "parse_and_run", "run_program"]
+
+
+class UserError(Exception):
+    """Input a user can fix (a missing file, a document of the wrong shape, too few points to
+    fit, a bad option): the base of every error the programs answer in one line."""
+
+
+class InputError(UserError, ValueError):
+    """Any input a program refuses that no more specific error names (a holdout name not in
+    the data, an option out of range, ...)."""
+
+
+class UsageError(InputError):
+    """A usage error ``run`` finds that argparse cannot (an option another needs): said as
+    argparse's own are, naming the program's ``--help``."""
+
+
+# The OS errors come from paths given on the command line: a missing input, an output folder
+# that does not exist or is a file, no permission, a read-only file system, a full disk.
+USER_ERRORS: tuple[type[BaseException], ...] = (UserError, OSError)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are an ``InputError``, said in the one line (argparse
+    itself prints the usage too, two lines or more). ``--help`` is unchanged."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{message} (see {self.prog} --help)")
+
+
+def error_line(prog: str, exc: BaseException) -> str:
+    """``PROG: error: MESSAGE``, the message's whitespace folded to one line."""
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{prog}: error: {message}"
+
+
+def report_error(prog: str, exc: BaseException) -> int:
+    """Print ``exc`` as its one line on stderr; exit code 2."""
+    print(error_line(prog, exc), file=sys.stderr)
+    return 2
+
+
+def run_cli(prog: str, main: Callable[[list[str] | None], int],
+            argv: list[str] | None = None) -> int:
+    """Run ``main(argv)``; a user error becomes ``prog: error: <one line>`` and exit code 2.
+    ``prog`` is the module (``analysis.fit``), or ``coldstart VERB`` from the front door."""
+    try:
+        return main(argv)
+    except USER_ERRORS as exc:
+        return report_error(prog, exc)
+
+
+def parser_for(module: str, add_arguments: Callable[[argparse.ArgumentParser], None]
+               ) -> ArgumentParser:
+    """The parser of ``python -m MODULE``: its usage names that form."""
+    parser = ArgumentParser(prog=program_name(module))
+    add_arguments(parser)
+    return parser
+
+
+def parse_and_run(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int],
+                  argv: list[str] | None) -> int:
+    """``run`` the options ``parser`` reads from ``argv``; a ``UsageError`` of ``run`` is
+    the parser's usage error."""
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except UsageError as exc:
+        parser.error(str(exc))
+
+
+def run_program(module: str, add_arguments: Callable[[argparse.ArgumentParser], None],
+                run: Callable[[argparse.Namespace], int], argv: list[str] | None = None) -> int:
+    """The ``main`` of ``python -m MODULE``: parse ``argv`` (default ``sys.argv[1:]``) and
+    ``run`` under the one error convention, the line named by the module."""
+    parser = parser_for(module, add_arguments)
+    return run_cli(module, lambda a: parse_and_run(parser, run, a), argv)
