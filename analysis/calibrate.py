@@ -28,6 +28,7 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
+from analysis.feature_files import like_training
 from analysis.feature_model import ModelFeatures, feature_value
 from analysis.model import PhaseModel
 from analysis.predict import predict_features
@@ -57,7 +58,9 @@ def measured_value(boot: Any, name: str) -> float | None:
 
 def _on_this_machine(group: dict[str, Any], boot: Any,
                     features: ModelFeatures) -> tuple[ModelFeatures, float | None]:
-    """The reference's features at the bandwidth its boot loaded at (else the group's)."""
+    """The reference's features as the training models' were made (``like_training``), at
+    the bandwidth its boot loaded at (else the group's)."""
+    features, _ = like_training(features, group)
     bandwidth = boot_load_bandwidth(boot, features.weight_bytes)
     if bandwidth is not None:
         return with_load_bandwidth(features, bandwidth), bandwidth

@@ -11,7 +11,7 @@ from typing import Any
 
 from analysis.errors import FeatureError
 from analysis.feature_model import ModelFeatures
-from analysis.model_files import compiled_graph_bytes_from_cache
+from analysis.model_files import compiled_graph_bytes_from_cache, estimated_compiled_graph_bytes
 from analysis.model_folder import default_capture_sizes, from_hf_config, from_model_dir
 from analysis.study_features import study_entry_features
 from harness.schema import read_json, validation_summary
@@ -99,3 +99,31 @@ def load_features(target: str | Path, *, platform: str | None = None,
             compiled_graph_bytes_from_cache(compile_cache_dir)
         feats.estimated = [e for e in feats.estimated if e != "compiled_graph_bytes"]
     return feats
+
+
+def like_training(features: ModelFeatures, group: dict[str, Any]
+                  ) -> tuple[ModelFeatures, str | None]:
+    """``features`` made as the predictor's training models' were, where there is more than
+    one way (``PredictorGroup.feature_methods``), and a line saying what was done or what
+    differs; None when nothing does.
+
+    A compile cache's files (``all_files``) weigh 10-20x the estimate from the layers that
+    the committed CPU scaling run's training models got: a line fitted on the one, given the
+    other, predicts an unseen shape minutes off. A measured size where the lines were fitted
+    on estimates becomes the estimate; an estimate where they were fitted on measured sizes
+    is said, as it cannot be measured here.
+    """
+    trained = (group.get("feature_methods") or {}).get("compiled_graph_bytes")
+    have = features.compiled_graph_method
+    if trained is None or have is None or have == trained:
+        return features, None
+    if trained == "estimated" and features.layers:
+        estimate = estimated_compiled_graph_bytes(features.layers)
+        return features.model_copy(update={
+            "compiled_graph_bytes": estimate, "compiled_graph_method": "estimated",
+            "estimated": sorted({*features.estimated, "compiled_graph_bytes"})}), (
+            f"compiled_graph_bytes: {estimate} estimated from the {features.layers} layers, as "
+            f"the training models' were (the compile cache's {have!r} measure gave "
+            f"{features.compiled_graph_bytes})")
+    return features, (f"compiled_graph_bytes measured by {have!r}; the lines were fitted on "
+                      f"{trained!r} sizes: the compile phases may be off")

@@ -24,6 +24,13 @@ __all__ = ["PREDICTOR_SCHEMA_VERSION", "predictor_document", "summary_json"]
 PREDICTOR_SCHEMA_VERSION = 3
 
 
+def _feature_methods(features: list[Any]) -> dict[str, str]:
+    methods = {f.compiled_graph_method for f in features if f.compiled_graph_method}
+    if not methods:
+        return {}
+    return {"compiled_graph_bytes": methods.pop() if len(methods) == 1 else "mixed"}
+
+
 def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0.05,
                        machine: dict[str, Any] | None = None) -> dict[str, Any]:
     """The versioned predictor file ``analysis.predict`` reads (``PredictorFile``)."""
@@ -45,6 +52,8 @@ def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0
             "split": f.split,
             "load_bandwidth": training_bandwidth(r.features for r in f.rows
                                                  if r.model in f.train),
+            "feature_methods": _feature_methods([r.features for r in f.rows
+                                                 if r.model in f.train]),
             # So predict can say when a model is of a kind the lines did not describe.
             "train_traits": {r.model: r.features.traits() for r in f.rows
                              if r.model in f.train and r.features.traits()},

@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from analysis.dataset import CONFIG_FIELDS, config_label
+from analysis.feature_files import like_training
 from analysis.features import (
     TORCH_DTYPE_BYTES,
     ModelFeatures,
@@ -355,7 +356,7 @@ def run(args: argparse.Namespace) -> int:
                              vllm_version=key.get("vllm_version"),
                              capture_sizes=args.capture_sizes,
                              compile_cache_dir=args.compile_cache_dir, model=args.name)
-    features = _apply_overrides(features, args.set)
+    features, method_line = like_training(_apply_overrides(features, args.set), group)
     features, storage_line = predicted_storage(group, features, args.load_gbps)
     alpha = 1 - args.level
     parts, total = predict_features(group, features, alpha)
@@ -397,8 +398,9 @@ def run(args: argparse.Namespace) -> int:
     for name, lines in warnings.items():
         for line in lines:
             console.print(f"warning: {name}: {line}")
-    if storage_line:
-        console.print(storage_line, soft_wrap=True)
+    for line in (method_line, storage_line):
+        if line:
+            console.print(line, soft_wrap=True)
     if features.estimated:
         console.print("estimated features: " + ", ".join(features.estimated))
     machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}

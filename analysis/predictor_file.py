@@ -34,6 +34,10 @@ class PredictorGroup(BaseModel):
     split: dict[str, list[str]] = Field(default_factory=dict)
     train_traits: dict[str, list[str]] | None = None  # absent in files written before it
     load_bandwidth: dict[str, float] | None = None  # analysis.storage.training_bandwidth
+    # How the training models' measured-or-estimated features were made, where that has more
+    # than one way ({"compiled_graph_bytes": "estimated" | "index" | "all_files" | "study" |
+    # "mixed"}): a model predicted gets the same (analysis.feature_files.like_training).
+    feature_methods: dict[str, str] | None = None
 
 
 class PredictorFile(BaseModel):

@@ -150,3 +150,37 @@ def test_two_reference_boots_scale_intercepts_and_slopes_apart(predictor, boots)
         _, by_two = predict_features(two["groups"][0], feats[other])
         assert abs(by_two.mean_s - truth) < 0.05 * truth, (other, by_two.mean_s, truth)
         assert abs(by_two.mean_s - truth) < 0.5 * abs(by_one.mean_s - truth), other
+
+
+def test_the_reference_models_are_the_smallest_and_the_largest_training_fixture(predictor):
+    from benchmarks.calibrate import reference_models
+    from coldstart.cli import InputError
+
+    (group,) = predictor["groups"]
+    assert reference_models(group) == ["rand-smollm2-135m-l4", "rand-llama3.2-1b"]
+    assert reference_models(group, one_boot=True) == ["rand-smollm2-135m-l4"]
+    assert reference_models(group, "rand-qwen2.5-0.5b", "rand-smollm2-135m-l30") == [
+        "rand-qwen2.5-0.5b", "rand-smollm2-135m-l30"]
+    with pytest.raises(InputError, match="--second-model 'smollm2-135m': not a training"):
+        reference_models(group, second="smollm2-135m")
+
+
+def test_a_compile_cache_measure_is_made_the_estimate_the_lines_were_fitted_on(predictor):
+    """The shipped CPU fit's training models have compiled-graph sizes estimated from their
+    layers; a boot's compile cache measures 10-20x that (all its files). Predicting with the
+    cache's measure would put the unseen shape minutes off: it is made the estimate."""
+    from analysis.feature_files import like_training
+    from analysis.model_files import estimated_compiled_graph_bytes
+
+    (group,) = predictor["groups"]
+    assert group["feature_methods"] == {"compiled_graph_bytes": "estimated"}
+    measured = FEATURES["rand-smollm2-135m-l4"].model_copy(update={
+        "compiled_graph_bytes": 2_592_247, "compiled_graph_method": "all_files"})
+    same, line = like_training(measured, group)
+    assert same.compiled_graph_bytes == estimated_compiled_graph_bytes(4)
+    assert "compiled_graph_bytes" in same.estimated and "'all_files'" in line
+    assert like_training(same, group) == (same, None)
+    # the other way round it cannot be mended, only said
+    fitted_on_caches = {**group, "feature_methods": {"compiled_graph_bytes": "index"}}
+    kept, warning = like_training(same, fitted_on_caches)
+    assert kept == same and "'index'" in warning

