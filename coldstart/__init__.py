@@ -31,7 +31,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "gate": ("benchmarks.gate", "gate a new vLLM release: the same cells on both, interleaved"),
     "history": ("benchmarks.history", "start-up time per phase over several vLLM releases"),
     "study": ("analysis.study", "the study's published data as runs the analysis reads"),
-    "calibrate": ("benchmarks.calibrate", "scale a predictor to this machine by one boot of a model it was fitted on"),
+    "calibrate": ("benchmarks.calibrate", "scale a predictor to this machine by boots of two models it was fitted on"),
     "predictors": ("analysis.predictors", "re-make (or --check) the shipped predictor files"),
     "schema": ("coldstart.schema", "the JSON Schema of a document (boot result, matrix file, ...)"),
 }
