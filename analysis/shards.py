@@ -20,7 +20,10 @@ from typing import Any
 
 from harness.document import (
     CELL_AXES,
+    CellInfo,
     RunDocument,
+    UnrecordedCell,
+    boot_of,
     cell_axes,
     cells_log_line,
     read_cells,
@@ -30,7 +33,6 @@ from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
     STATS_TIMER,
-    BootResult,
     SchemaError,
     benchmark_entry,
     cell_id,
@@ -61,22 +63,26 @@ class ShardCell:
     from_json: bool
     commit_info: dict[str, Any] | None = None  # None: the input does not say
 
+    def fields(self) -> CellInfo | UnrecordedCell:
+        """The cell's result, typed: its entry's ``extra_info``, or its unrecorded record."""
+        if self.recorded:
+            return CellInfo.model_validate(self.record["extra_info"])
+        return UnrecordedCell.model_validate(self.record)
+
     def n_rounds(self) -> int:
-        fields = self.record["extra_info"] if self.recorded else self.record
-        return len(fields.get("rounds") or [fields])
+        fields = self.fields()
+        return len(fields.rounds) if isinstance(fields, CellInfo) and fields.rounds else 1
 
     def same_result(self) -> str:
         """The cell's result as canonical JSON: its headline round, every round, its checks."""
-        fields = self.record["extra_info"] if self.recorded else self.record
-        headline = BootResult.model_validate(
-            {k: v for k, v in fields.items() if k in BootResult.model_fields})
-        rounds = fields.get("rounds") or [fields]
+        fields = self.fields()
+        headline = boot_of(fields)
+        rounds = (fields.rounds if isinstance(fields, CellInfo) and fields.rounds
+                  else [headline])
         return json.dumps({
             "result": headline.model_dump(mode="json"),
-            "rounds": [BootResult.model_validate(
-                {k: v for k, v in r.items() if k in BootResult.model_fields}
-            ).model_dump(mode="json") for r in rounds],
-            "checks_failed": fields.get("checks_failed") or []}, sort_keys=True)
+            "rounds": [r.model_dump(mode="json") for r in rounds],
+            "checks_failed": fields.checks_failed}, sort_keys=True)
 
 
 @dataclass
