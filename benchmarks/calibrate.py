@@ -147,7 +147,7 @@ def run_calibration(doc: dict[str, Any], group: dict[str, Any], models: list[str
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__.split("\n")[0]
+    parser.description = "scale a predictor to this machine by boots of two of its training models"
     parser.add_argument("--fit", required=True, help="a shipped predictor name or a predictor file")
     parser.add_argument("--model", help="the training model to boot (default: the first fixture)")
     parser.add_argument("--second-model", help="the second training model to boot (default: the "

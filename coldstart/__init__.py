@@ -23,7 +23,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "fit": ("analysis.fit", "PCCs and one regressor per phase from runs -> predictor JSON"),
     "predict": ("analysis.predict", "predict a model's start-up time from a predictor"),
     "compare": ("analysis.compare", "compare two runs per cell and phase; gates CI"),
-    "features": ("analysis.features", "a model folder's features (parameters, bytes, layers)"),
+    "features": ("analysis.features", "the features (parameters, bytes, layers) of the models of result files"),
     "ingest": ("analysis.ingest", "read vLLM logs (production, the study's) into BootResults"),
     "report": ("analysis.report", "a run, or two runs compared, as one self-contained HTML page"),
     "trace": ("harness.trace", "a boot (or a run's cell) as Chrome trace-event JSON for Perfetto"),

@@ -18,7 +18,7 @@ from typing import NoReturn
 from coldstart import program_name
 
 __all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS", "ArgumentParser",
-           "error_line", "report_error", "run_cli", "parser_for", "parse_and_run", "run_program"]
+           "error_line", "report_error", "run_cli", "closed_output", "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "run_program"]
 
 
 class UserError(Exception):
@@ -67,8 +67,27 @@ def run_cli(prog: str, main: Callable[[list[str] | None], int],
     ``prog`` is the module (``analysis.fit``), or ``coldstart VERB`` from the front door."""
     try:
         return main(argv)
+    except BrokenPipeError:
+        return closed_output()
     except USER_ERRORS as exc:
         return report_error(prog, exc)
+
+
+# What a shell gives a program that SIGPIPE ended (128 + 13): the reader (``| head``) closed
+# the output; no error line, and no exit code of the program's own verdict (a gate's 0 or 1),
+# since it did not finish.
+CLOSED_OUTPUT_EXIT = 141
+
+
+def closed_output() -> int:
+    """The output's reader went away: stop writing to it quietly (as Python's documentation
+    on SIGPIPE advises, stdout becomes /dev/null so the interpreter's flush at exit does not
+    fail again) and exit as SIGPIPE would have ended the program."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return CLOSED_OUTPUT_EXIT
 
 
 def parser_for(module: str, add_arguments: Callable[[argparse.ArgumentParser], None]

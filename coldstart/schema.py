@@ -46,7 +46,8 @@ def json_schema(name: str) -> dict[str, Any]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__.split("\n")[0]
+    parser.description = ("the JSON Schema of a document the suite writes or reads, from its "
+                          "pydantic model")
     parser.add_argument("name", nargs="?", choices=sorted(DOCUMENTS))
     parser.add_argument("-o", "--out", type=Path, help="write here instead of standard output")
 

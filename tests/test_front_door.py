@@ -186,3 +186,16 @@ def test_the_readme_lists_every_verb():
     rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines()
             if line.startswith("| `")}
     assert set(VERBS) <= rows, set(VERBS) - rows
+
+
+def test_a_reader_that_goes_away_ends_the_program_quietly_as_sigpipe_would():
+    """``coldstart predict --list-fits | head -1``: the reader closes the pipe; the program
+    stops without an error line and exits 141, never 0 or 1 (a gate's verdicts) nor 2."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "coldstart", "predict", "--list-fits"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # before the child has started: its first write meets a closed pipe
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141 and err == b"", err

@@ -116,10 +116,12 @@ def describe_calibration(doc: dict[str, Any]) -> str:
     cal = doc.get("calibration")
     if isinstance(cal, dict):
         whole = (cal.get("scales") or {}).get("whole_boot", {}).get("scale")
-        return (f"calibrated to {name(cal.get('machine'))} by a boot of "
-                f"{cal.get('reference_model')} (x{whole:.2f} of the whole boot; fitted on "
+        second = f" and {cal['second_reference_model']}" if cal.get(
+            "second_reference_model") else ""
+        return (f"calibrated to {name(cal.get('machine'))} by boots of "
+                f"{cal.get('reference_model')}{second} (x{whole:.2f} of the whole boot; fitted on "
                 f"{name(cal.get('fitted_on'))})" if isinstance(whole, (int, float)) else
                 f"calibrated to {name(cal.get('machine'))}")
     return (f"not calibrated: the seconds are those of the machine it was fitted on, "
             f"{name(doc.get('machine'))} (`coldstart calibrate --fit ...` scales them to this "
-            "machine with one boot)")
+            "machine with two boots)")
