@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from harness import registry
+from harness.version_range import is_version
 
 __all__ = ["LogLine", "parse_line", "parse_timestamp", "place_in_time", "detect_version"]
 
@@ -139,7 +140,8 @@ def detect_version(lines: list[LogLine]) -> str | None:
             continue
         for line in lines:
             found = pattern.compiled.search(line.text)
-            if found:
+            # a cut or garbled line ("(v.10.1.1)") names no release: read on
+            if found and is_version(found["value"]):
                 return found["value"]
     return None
 

@@ -22,6 +22,16 @@ def _base(version: str) -> Version:
         return Version(m.group(0))
 
 
+def is_version(text: str) -> bool:
+    """Whether ``text`` names a release ``in_range`` can place (``0.10.1.1``, ``0.32.0+cpu``;
+    not ``.10.1.1`` or ``X``)."""
+    try:
+        _base(text)
+    except InvalidVersion:
+        return False
+    return True
+
+
 def in_range(version: str | None, rng: VersionRange) -> bool:
     if version is None:
         return rng == ANY_VERSION
