@@ -107,7 +107,7 @@ def like_training(features: ModelFeatures, group: dict[str, Any]
     one way (``PredictorGroup.feature_methods``), and a line saying what was done or what
     differs; None when nothing does.
 
-    A compile cache's files (``all_files``) weigh 10-20x the estimate from the layers that
+    A compile cache's files (``all_files``) weigh 8 to 19x the estimate from the layers that
     the committed CPU scaling run's training models got: a line fitted on the one, given the
     other, predicts an unseen shape minutes off. A measured size where the lines were fitted
     on estimates becomes the estimate; an estimate where they were fitted on measured sizes

@@ -167,7 +167,7 @@ def test_the_reference_models_are_the_smallest_and_the_largest_training_fixture(
 
 def test_a_compile_cache_measure_is_made_the_estimate_the_lines_were_fitted_on(predictor):
     """The shipped CPU fit's training models have compiled-graph sizes estimated from their
-    layers; a boot's compile cache measures 10-20x that (all its files). Predicting with the
+    layers; a boot's compile cache measures 8 to 19x that (all its files; three cold boots here). Predicting with the
     cache's measure would put the unseen shape minutes off: it is made the estimate."""
     from analysis.feature_files import like_training
     from analysis.model_files import estimated_compiled_graph_bytes
