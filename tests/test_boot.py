@@ -193,19 +193,36 @@ def test_probes_agree_with_the_durations_vllm_prints(cold_boot):
     assert compared == len(LOG_PROBE_PAIRS), result.log_durations
 
 
+def _warm_up_before_compile_s(result) -> float:
+    """Seconds from vLLM's 'Warming up model for the compilation' line to the first
+    monitor_torch_compile entry, both on the probes' clock: the CPU warm-up's own work before
+    it compiles (the AOT cache key, the cache lookup), which the log's whole-second span counts
+    as compile and the probes count in kv_cache_profiling."""
+    warm_up = [e["t_s"] for e in result.events if e["event"] == "log"
+               and e["msg"].startswith("Warming up model for the compilation")]
+    compiles = [e["start_s"] for e in result.events if e["event"] == "torch_compile"]
+    assert warm_up and compiles, "the probes recorded no warm-up line or no compile"
+    return min(compiles) - min(warm_up)
+
+
 def test_the_log_reader_agrees_with_the_probes_on_our_own_boot(cold_boot):
     result, work = cold_boot
     from_log = read_log(work / "boot.log", model=REAL)
     assert from_log.platform == "cpu" and from_log.vllm_version == result.vllm_version
     assert from_log.compile_cache_observed == result.compile_cache_observed
-    # vLLM's log has whole-second timestamps (each instant up to 1 s off), and on CPU its
-    # compile span runs on to the AOT save line, a save the probes do not time (it grew to 2 s
-    # of a 90 s compile on a loaded 2-core machine): held to the 5 % the log reader is held to
-    # on printed durations (tests/test_logs_public.py), plus the resolution.
-    for name in ("torch_compile", "kv_cache_profiling"):
+    # On CPU the log's compile span starts at the warm-up line, before the compile the probes
+    # time: that part moves from kv_cache_profiling to torch_compile (1.7 s of a 134 s compile,
+    # 3.1 s of a 307 s one; CI failed on it once). Measured in this boot, it is taken out;
+    # what is left is the log's whole-second timestamps (a span up to 1 s off) and the 0.01 s
+    # of the printed 'init engine' total.
+    moved = _warm_up_before_compile_s(result)
+    assert moved >= 0
+    expected = {"torch_compile": result.phases["torch_compile"] + moved,
+                "kv_cache_profiling": result.phases["kv_cache_profiling"] - moved}
+    for name, value in expected.items():
         assert from_log.phases[name] is not None, from_log.phase_notes
-        assert from_log.phases[name] == pytest.approx(
-            result.phases[name], abs=1.0 + 0.05 * result.phases[name]), name
+        assert from_log.phases[name] == pytest.approx(value, abs=1.0 + 0.01 * value), \
+            (name, moved)
     assert from_log.subphases["model_loading.model_init"] == pytest.approx(
         result.subphases["model_loading.model_init"], abs=0.02)
 
