@@ -80,7 +80,6 @@ from analysis.fit_select import (
     SPLIT_TOLERANCE_FRACTION,
     SPLIT_TOLERANCE_S,
 )
-from analysis.fit_select import trimmed_mse as _trimmed_mse
 from analysis.fit_summary import needed_run, needed_run_line, print_summary, summarize
 from analysis.fit_targets import RESIDUAL
 from analysis.fit_targets import predict_row as _predict_row
@@ -94,7 +93,7 @@ from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResul
 # underscored three for the tests and callers that import them).
 __all__ = ["CANDIDATE_FEATURES", "POOR_R2", "PREDICTOR_SCHEMA_VERSION", "REPORTED_SUBPHASES",
            "RESIDUAL", "SCORE_TIE_FRACTION", "SPLIT_PHASES", "SPLIT_TOLERANCE_FRACTION",
-           "SPLIT_TOLERANCE_S", "GroupFit", "_predict_row", "_target_value", "_trimmed_mse",
+           "SPLIT_TOLERANCE_S", "GroupFit", "_predict_row", "_target_value",
            "fit_dataset", "fit_group", "main", "predictor_document", "study_method_baseline",
            "summary_json"]
 

@@ -264,18 +264,14 @@ def write_markdown(fits: list[GroupFit], data: Dataset, out_dir: Path, *, plots:
                 for n, v in sorted(f.cv["per_model"].items(),
                                    key=lambda kv: -abs(kv[1]["residual_s"]))])
         lines += ["", "### How each feature was chosen", "",
-                  "Leave-one-model-out errors of the phase on the training models only: their "
-                  "mean square after leaving out the k largest (k = the models the outlier "
-                  "screening may leave out of a fit, 20 %); the lowest wins. The plain LOO MSE "
-                  "is beside it.", ""]
+                  "Leave-one-model-out errors of the phase on the training models only: the "
+                  "lowest mean square wins.", ""]
         sel_rows = []
         for phase, table in f.selection.items():
             for t in table:
-                sel_rows.append([phase, t["feature"], _fmt(t.get("loo_trimmed_mse_s2"), 4),
-                                 _fmt(t.get("trimmed")), _fmt(t["loo_mse_s2"], 4),
+                sel_rows.append([phase, t["feature"], _fmt(t["loo_mse_s2"], 4),
                                  "yes" if t["chosen"] else "", t.get("why", "")])
-        lines += _md_table(["phase", "candidate", "trimmed LOO MSE s^2", "k", "LOO MSE s^2",
-                            "chosen", "note"], sel_rows)
+        lines += _md_table(["phase", "candidate", "LOO MSE s^2", "chosen", "note"], sel_rows)
         notes = [(p, n) for p, ns in f.notes.items() for n in ns]
         if notes:
             lines += ["", "### Where the fit is poor, and why", ""]

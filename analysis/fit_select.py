@@ -2,10 +2,8 @@
 
 1. A phase's feature is chosen among a short list of physically motivated candidates
    (``CANDIDATE_FEATURES``) by leave-one-model-out cross-validation on the training models
-   only: the lowest mean squared error of the left-out models' phase seconds, after leaving
-   out of that mean as many of the largest errors as the outlier screening may leave out of
-   a fit (20 %; none without screening or below 6 models); ties go to the candidate listed
-   first, the driver ``harness.schema`` names. Cross-validation splits come from
+   only: the lowest mean squared error of the left-out models' phase seconds; ties go to the
+   candidate listed first, the driver ``harness.schema`` names. Cross-validation splits come from
    ``sklearn.model_selection.LeaveOneOut`` (M. Stone, "Cross-validatory choice and
    assessment of statistical predictions", *JRSS B* 36, 1974).
 2. A phase of ``SPLIT_PHASES`` (torch_compile: Dynamo tracing, Inductor compiling, loading
@@ -23,11 +21,11 @@ import numpy as np
 from analysis.dataset import Row
 from analysis.features import feature_unit, feature_value
 from analysis.fit_targets import target_points, target_value
-from analysis.model import MIN_POINTS_LINEAR, FitError, fit_phase, screening_budget
+from analysis.model import MIN_POINTS_LINEAR, FitError, fit_phase
 from harness.schema import SUBPHASE_NAMES
 
 __all__ = ["CANDIDATE_FEATURES", "SCORE_TIE_FRACTION", "SPLIT_PHASES", "SPLIT_TOLERANCE_FRACTION",
-           "SPLIT_TOLERANCE_S", "loo_errors", "select_feature", "split_targets", "trimmed_mse"]
+           "SPLIT_TOLERANCE_S", "loo_errors", "select_feature", "split_targets"]
 
 # The physical quantities each phase may scale with; the first is the driver the schema names.
 # An empty tuple means constant per machine and vLLM version.
@@ -103,36 +101,28 @@ def loo_errors(target: str, rows: list[Row], feature: str | None,
     return errors
 
 
-def trimmed_mse(errors: list[float], k: int) -> float:
-    """Mean squared error after leaving out the ``k`` largest absolute errors."""
-    sq = sorted(float(e) ** 2 for e in errors)
-    kept = sq[:len(sq) - k] if 0 < k < len(sq) else sq
-    return float(np.mean(kept))
-
-
 def select_feature(phase: str, rows: list[Row], forced: str | None, outlier_alpha: float | None
                    ) -> tuple[str | None, list[dict[str, Any]], list[str]]:
     """The phase's feature and the cross-validation table that chose it.
 
-    Each candidate is scored by the leave-one-model-out errors of the phase on ``rows`` (the
-    training models): their mean square after leaving out the ``k`` largest, ``k`` = as many
-    models as the outlier screening may leave out of a fit (``screening_budget``: 20 % of the
-    models, 0 without screening or below 6 models). A fit is allowed to set that many models
-    aside as not described by its line; the choice of its feature does the same, so that one
-    or two models no candidate describes (the hybrid Mamba granite4.0-h) do not decide it.
-    The plain LOO MSE is reported beside it.
+    Each candidate is scored by the mean square of its leave-one-model-out errors of the phase
+    on ``rows`` (the training models; each fold refits, outlier screening included): the
+    textbook criterion, every model weighted alike. A model the screening sets aside in a fit
+    still counts here, so a feature that describes it (the hybrid Mamba granite4.0-h's smaller
+    compiled graphs) wins over one that only describes the others (docs/analysis.md, method
+    change 4).
     """
     notes: list[str] = []
     if forced is not None:
         feature = None if forced == "constant" else forced
-        return feature, [{"feature": forced, "loo_mse_s2": None, "loo_trimmed_mse_s2": None,
+        return feature, [{"feature": forced, "loo_mse_s2": None,
                           "chosen": True, "why": "given with --feature"}], notes
     candidates = CANDIDATE_FEATURES.get(phase, ())
     measured = [r for r in rows if target_value(r, phase) is not None]
     seconds = [target_value(r, phase) for r in measured]
     if candidates and len(seconds) >= 2 and max(seconds) - min(seconds) == 0:
         notes.append(f"{seconds[0]:g} s for every training model: fitted as a constant")
-        return None, [{"feature": c, "loo_mse_s2": None, "loo_trimmed_mse_s2": None,
+        return None, [{"feature": c, "loo_mse_s2": None,
                        "chosen": False, "why": "the phase has the same seconds for every model"}
                       for c in candidates], notes
     # A model none of whose candidates is known cannot be on any line of this phase: it is
@@ -148,11 +138,11 @@ def select_feature(phase: str, rows: list[Row], forced: str | None, outlier_alph
         missing = [r.model for r in measured if feature_value(r.features, c) is None]
         values = {feature_value(r.features, c) for r in measured} - {None}
         if missing:
-            table.append({"feature": c, "loo_mse_s2": None, "loo_trimmed_mse_s2": None,
+            table.append({"feature": c, "loo_mse_s2": None,
                           "chosen": False,
                           "why": f"unknown for {len(missing)} model(s): {', '.join(missing[:3])}"})
         elif len(values) < 2:
-            table.append({"feature": c, "loo_mse_s2": None, "loo_trimmed_mse_s2": None,
+            table.append({"feature": c, "loo_mse_s2": None,
                           "chosen": False, "why": "same value for every model"})
         else:
             usable.append(c)
@@ -163,11 +153,10 @@ def select_feature(phase: str, rows: list[Row], forced: str | None, outlier_alph
     if len(measured) <= MIN_POINTS_LINEAR:
         notes.append(f"{len(measured)} models are too few to compare features by "
                      f"cross-validation: took {usable[0]}")
-        table += [{"feature": c, "loo_mse_s2": None, "loo_trimmed_mse_s2": None,
+        table += [{"feature": c, "loo_mse_s2": None,
                    "chosen": c == usable[0], "why": ""} for c in usable]
         return usable[0], table, notes
-    k = screening_budget(len(measured), outlier_alpha)
-    mse, score = {}, {}
+    mse = {}
     for c in usable:
         try:
             errors = list(loo_errors(phase, measured, c, outlier_alpha).values())
@@ -175,21 +164,20 @@ def select_feature(phase: str, rows: list[Row], forced: str | None, outlier_alph
             # One model alone gives the feature its spread (one 16-layer model among 4-layer
             # ones): without it the fold has no line, so the candidate has no score, and a
             # line whose slope rests on one model is not one the criterion can vouch for.
-            table.append({"feature": c, "loo_mse_s2": None, "loo_trimmed_mse_s2": None,
+            table.append({"feature": c, "loo_mse_s2": None,
                           "chosen": False,
                           "why": f"not scored: a leave-one-out fold cannot be fitted ({exc})"})
             continue
         mse[c] = float(np.mean(np.square(errors)))
-        score[c] = trimmed_mse(errors, k)
-    scored = [c for c in usable if c in score]
+    scored = [c for c in usable if c in mse]
     if not scored:
         notes.append("no candidate feature could be cross-validated (a leave-one-out fold "
                      "has a single feature value): fitted as a constant")
         return None, table, notes
-    lowest = min(score[c] for c in scored)
-    best = next(c for c in scored if score[c] <= lowest * (1 + SCORE_TIE_FRACTION))
-    table += [{"feature": c, "loo_mse_s2": mse[c], "loo_trimmed_mse_s2": score[c],
-               "trimmed": k, "chosen": c == best, "why": ""} for c in scored]
+    lowest = min(mse[c] for c in scored)
+    best = next(c for c in scored if mse[c] <= lowest * (1 + SCORE_TIE_FRACTION))
+    table += [{"feature": c, "loo_mse_s2": mse[c], "chosen": c == best, "why": ""}
+              for c in scored]
     return best, table, notes
 
 

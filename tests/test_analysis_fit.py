@@ -43,10 +43,10 @@ def acceptance(tmp_path_factory, study_reference: Path) -> dict:
 #   the fit reports, and above 0 (the feature drives the phase);
 # - no line set aside more models than the outlier screening may (20 %), so r is over at least
 #   80 % of the training models;
-# - features chosen on the training models only, the lowest trimmed LOO score winning.
-# The held-out max error (1.23 s with the storage an input, method change 3 in
-# docs/analysis.md) is not asserted: the nested leave-one-model-out target of issue 19
-# (<= 3 s over all 22 models) is missed (7.76 s, tests/test_fit_lomo.py asserts what holds).
+# - features chosen on the training models only, the lowest LOO MSE winning.
+# The held-out max error (2.32 s under method change 4 in docs/analysis.md, the study's 2.08)
+# is not asserted, nor the nested leave-one-model-out target of issue 19 (<= 3 s over all 22
+# models: 3.10 s; tests/test_fit_lomo.py asserts what holds).
 def _fisher_interval(r: float, n: int) -> tuple[float, float]:
     from scipy import stats
 
@@ -82,13 +82,13 @@ def _check_acceptance(summary: dict) -> None:
     _check_pcc(summary["pcc"], [f.phase for f in STUDY_REPORTED["pcc"]] + ["torch_compile"])
     assert not set(STUDY_HOLDOUT) & set(summary["train"])
     for target, table in summary["selection"].items():
-        scored = [t for t in table if t["loo_trimmed_mse_s2"] is not None]
+        scored = [t for t in table if t["loo_mse_s2"] is not None]
         assert all(t["feature"] in CANDIDATE_FEATURES.get(target, ()) for t in table), target
         if scored:
             (chosen,) = [t for t in scored if t["chosen"]]
             assert chosen["feature"] == summary["features"][target]
-            best = min(t["loo_trimmed_mse_s2"] for t in scored)
-            assert chosen["loo_trimmed_mse_s2"] <= best * (1 + 1e-3), target
+            best = min(t["loo_mse_s2"] for t in scored)
+            assert chosen["loo_mse_s2"] <= best * (1 + 1e-3), target
 
 
 def test_the_fit_keeps_the_bounds_on_the_study(acceptance: dict) -> None:
@@ -171,9 +171,10 @@ def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
     out = acceptance["out"]
     s = acceptance["summary"]
     # granite4.0-h-32b's fast load was its page cache (7.9 GB/s): on the load bandwidth it is
-    # on the model_loading line; the hybrid is set aside where its architecture differs.
+    # on the model_loading line; where its architecture makes the compile lines fit it worse
+    # (set aside as an outlier, or on the line with larger residuals), the notes say so.
     assert "granite4.0-h-32b" not in s["pcc"]["model_loading"]["outliers"]
-    assert any("granite4.0-h-32b" in n and "outlier" in n
+    assert any("granite4.0-h-32b" in n and ("outlier" in n or "hybrid Mamba" in n)
                for sub in s["split"]["torch_compile"] for n in s["notes"][sub])
     md = (out / "report.md").read_text()
     assert "Where the fit is poor" in md
@@ -193,7 +194,7 @@ def test_report_says_where_the_fit_is_poor(acceptance: dict) -> None:
 # ------------------------------------------------ the same method on two other machines' data
 # Figure 10's second side ran on n2 (L40S) and figure 11's on n3 (H100, 2x Xeon 8568Y+), 11
 # dense models each, two of them among the study's held-out five. Nothing of the method was
-# chosen on these data: the rule (candidates, trimmed LOO choice, screening, split) is the one
+# chosen on these data: the rule (candidates, LOO choice, screening, split) is the one
 # decided on figure-rest's training models, run again on each machine's data. Their figures
 # publish averages only, so the model facts come from figure-rest's logs (--study-logs).
 OTHER_MACHINES = ("figure-10/gpu1", "figure-11/cpu1")

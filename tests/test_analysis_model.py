@@ -71,14 +71,10 @@ def test_outlier_screening_drops_the_gross_point_only() -> None:
     assert not unscreened.outliers and unscreened.n == 15
 
 
-def test_screening_budget_and_the_trimmed_criterion() -> None:
-    from analysis.fit import _trimmed_mse
-
+def test_screening_budget() -> None:
     # As many as the screening may drop: 20 % rounded down, none below 6 points or without it.
     assert screening_budget(17, 0.05) == 3
     assert screening_budget(5, 0.05) == 0 and screening_budget(17, None) == 0
-    assert _trimmed_mse([1.0, -2.0, 10.0, 0.5], 1) == pytest.approx((1 + 4 + 0.25) / 3)
-    assert _trimmed_mse([1.0, -2.0], 0) == pytest.approx(2.5)
 
 
 def test_exact_constant_fit_needs_no_screening() -> None:

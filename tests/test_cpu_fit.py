@@ -112,7 +112,7 @@ def test_a_fold_without_a_line_unscores_the_candidate_not_the_fit(tmp_path):
         table = summary["selection"][target]
         assert {t["feature"] for t in table} == {"layers", "compiled_graph_bytes"}
         for t in table:
-            assert not t["chosen"] and t["loo_trimmed_mse_s2"] is None
+            assert not t["chosen"] and t["loo_mse_s2"] is None
             assert t["why"].startswith("not scored: a leave-one-out fold cannot be fitted "
                                        "(without rand-llama3.2-1b: ")
         assert summary["features"][target] == "constant"
