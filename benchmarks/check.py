@@ -89,6 +89,15 @@ def run(args: argparse.Namespace) -> int:
     for cell in doc.cells():
         if cell.checks_failed:
             problems.append(f"{cell.id}: assertions failed: {cell.checks_failed}")
+    # A document may hold more than the cells checked (a larger matrix, narrowed here): not a
+    # problem, but not silence either, so that checking a scaling run as smoke is seen.
+    expected_ids = {cell.id for cell in expected}
+    outside = sorted(set(by_cell) - expected_ids)
+    if outside:
+        shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3
+                                          else "")
+        print(f"benchmarks.check: {len(outside)} recorded cell(s) outside --matrix "
+              f"{args.matrix} not checked: {shown}")
     for p in problems:
         print(f"benchmarks.check: {p}", file=sys.stderr)
     print(f"benchmarks.check: {len(expected)} cells expected, {len(problems)} problem(s)")

