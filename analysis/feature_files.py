@@ -11,6 +11,7 @@ from typing import Any
 
 from analysis.errors import FeatureError
 from analysis.feature_model import ModelFeatures
+from analysis.hf_config import LAYER_KEYS
 from analysis.model_files import compiled_graph_bytes_from_cache, estimated_compiled_graph_bytes
 from analysis.model_folder import default_capture_sizes, from_hf_config, from_model_dir
 from analysis.study_features import study_entry_features
@@ -81,8 +82,10 @@ def load_features(target: str | Path, *, platform: str | None = None,
     if not p.is_file():
         raise FeatureError(f"{p}: no such model folder or file")
     cfg = read_json(p, FeatureError)
-    if isinstance(cfg, dict) and any(k in cfg for k in ("num_hidden_layers", "n_layer",
-                                                        "text_config", "architectures")):
+    # A features file maps model names to objects; a Hugging Face config says what it is by
+    # any of these (MPT's says "n_layers", ChatGLM's "num_layers", some only "model_type").
+    if isinstance(cfg, dict) and (p.name == "config.json" or any(
+            k in cfg for k in (*LAYER_KEYS, "model_type", "text_config", "architectures"))):
         return from_hf_config(p, **kwargs)
     found = read_features_json(p)
     if len(found) != 1:

@@ -16,7 +16,7 @@ from typing import Any
 from analysis.errors import FeatureError
 from harness.schema import read_json
 
-__all__ = ["HYBRID_ARCHITECTURE_MARKERS", "TORCH_DTYPE_BYTES", "architecture_of",
+__all__ = ["HYBRID_ARCHITECTURE_MARKERS", "LAYER_KEYS", "TORCH_DTYPE_BYTES", "architecture_of",
            "dtype_bytes", "formula_params", "is_hybrid_architecture", "kv_bytes_per_token",
            "read_model_config"]
 
@@ -34,6 +34,9 @@ TORCH_DTYPE_BYTES: dict[str, int] = {
 HYBRID_ARCHITECTURE_MARKERS = ("Mamba", "Hybrid", "Jamba", "Bamba", "Zamba", "NemotronH",
                                "FalconH1", "Plamo2")
 
+
+# The keys architectures name their decoder-layer count by (Llama, GPT-2, ChatGLM, MPT, ...).
+LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_transformer_layers")
 
 def is_hybrid_architecture(name: str | None) -> bool:
     """Whether an architecture class name is a Mamba / SSM (hybrid) model."""
@@ -104,8 +107,7 @@ def architecture_of(cfg: dict[str, Any]) -> dict[str, Any]:
     # DBRX keeps attention and MoE settings in nested objects.
     attn_cfg = cfg.get("attn_config") if isinstance(cfg.get("attn_config"), dict) else {}
     ffn_cfg = cfg.get("ffn_config") if isinstance(cfg.get("ffn_config"), dict) else {}
-    layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers",
-                    "num_transformer_layers")
+    layers = _first(cfg, *LAYER_KEYS)
     hidden = _first(cfg, "hidden_size", "d_model", "n_embd", "model_dim")
     heads = _first(cfg, "num_attention_heads", "n_head", "num_heads", "n_heads",
                    "num_query_heads")

@@ -223,6 +223,23 @@ def test_features_json_round_trip(llama_dir: Path, tmp_path: Path) -> None:
     assert load_features(single, capture_sizes=7).capture_sizes == 7
 
 
+# mosaicml/mpt-7b's config.json (its Hub page), as a tool that drops "architectures" writes it:
+# the layer count under MPT's own key, nothing a features file would lack.
+MPT_7B_CONFIG = {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
+                 "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50432}
+
+
+@pytest.mark.parametrize("name, config", [
+    ("config.json", MPT_7B_CONFIG),
+    ("mpt-7b.json", MPT_7B_CONFIG),
+    ("config.json", {k: v for k, v in MPT_7B_CONFIG.items() if k != "model_type"}),
+])
+def test_a_config_without_architectures_is_read_as_a_config(tmp_path, name, config) -> None:
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    assert load_features(path).layers == 32
+
+
 def test_study_models_config(study_reference: Path) -> None:
     feats = read_study_models_config(study_reference / "models_config.json")
     assert len(feats) == 25
