@@ -369,8 +369,16 @@ def run(args: argparse.Namespace) -> int:
     console = Console(width=None if sys.stdout.isatty() else 120)
     table = Table(title=f"{features.model}: predicted start-up ({config_label(key)})",
                   title_justify="left")
-    for h in ("phase", "feature", "predicted s", f"{args.level:.0%} interval", ""):
-        table.add_column(h)
+    # Phase and feature names are identifiers a user copies (into --set): kept whole, the
+    # notes wrap instead.
+    names = [*parts, *(group.get("split") or {}), "total"]
+    feats = [group["phases"][n].get("feature") or "constant" for n in parts]
+    table.add_column("phase", no_wrap=True, min_width=max(map(len, names)))
+    table.add_column("feature", no_wrap=True,
+                     min_width=max(map(len, [*feats, "sum of the sub-phases above"])))
+    for h in ("predicted s", f"{args.level:.0%} interval"):
+        table.add_column(h, no_wrap=True)
+    table.add_column("note")
     for name, p in parts.items():
         raw = group["phases"][name]
         if raw.get("status") == "not_applicable":
