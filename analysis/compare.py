@@ -84,7 +84,7 @@ from analysis.metrics import (
     median_of_rounds,
     metric_values,
 )
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, progress_name, run_program
 from harness.document import RunDocument, read_cells
 from harness.schema import BootResult, SchemaError
 
@@ -213,7 +213,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
                  noise_floor_s: float = 0.05, alpha: float = 0.05, force: bool = False,
                  strict: bool = False, allow_missing: bool = False, show_all: bool = False,
-                 json_path: str | Path | None = None) -> int:
+                 json_path: str | Path | None = None, program: str = "analysis.compare") -> int:
     """``python -m analysis.compare`` as a function: print the table (and the warning of
     cells on one side) and write ``json_path``; 0 no regression, 1 regression. Bad input or
     a refused comparison raises its ``UserError`` (``InputError``, ``SchemaError``)."""
@@ -229,7 +229,7 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     meta_base, meta_new = prepared.meta_base, prepared.meta_new
     disagree, unchecked = prepared.disagree, prepared.unchecked
     if prepared.overlap_warning:
-        print(f"analysis.compare: warning: {prepared.overlap_warning}", file=sys.stderr)
+        print(f"{program}: warning: {prepared.overlap_warning}", file=sys.stderr)
 
     changes = compare_results(base, new, threshold=threshold,
                               floor_s=noise_floor_s, alpha=alpha)
@@ -295,7 +295,8 @@ def run(args: argparse.Namespace) -> int:
     return compare_runs(args.base, args.new, threshold=args.threshold,
                         noise_floor_s=args.noise_floor_s, alpha=args.alpha, force=args.force,
                         strict=args.strict, allow_missing=args.allow_missing,
-                        show_all=args.all, json_path=args.json)
+                        show_all=args.all, json_path=args.json,
+                        program=progress_name(args, "analysis.compare"))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,7 +50,7 @@ from analysis.shards import (
     read_shard,
     stamp_epoch,
 )
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, progress_name, run_program
 from harness.document import write_run
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs
 
@@ -112,8 +112,9 @@ def _check_matrices(shards: list[Shard]) -> dict[str, Any] | None:
 
 def merge(paths: list[Path], *, prefer_newest: bool = False,
           allow_mixed_versions: bool = False,
-          allow_mixed_commits: bool = False) -> dict[str, Any]:
-    """One result document from the shards at ``paths`` (see the module's doc)."""
+          allow_mixed_commits: bool = False, program: str = "analysis.merge") -> dict[str, Any]:
+    """One result document from the shards at ``paths`` (see the module's doc); progress
+    lines start with ``program``."""
     if not paths:
         raise MergeError("no input: give the shards' JSON documents and/or cells logs")
     raw = {p: raw_schema_versions(p) for p in paths}
@@ -125,7 +126,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
     for i, p in enumerate(paths, 1):
         shard = read_shard(p)
         shards.append(shard)
-        print(f"analysis.merge [{i}/{len(paths)}] {p}: {len(shard.cells)} cells "
+        print(f"{program} [{i}/{len(paths)}] {p}: {len(shard.cells)} cells "
               f"({shard.kind}{', ' + shard.host if shard.host else ''})")
     schema = {v for s in shards for v in s.schema_versions}
     if len(schema) > 1:
@@ -259,10 +260,11 @@ def run(args: argparse.Namespace) -> int:
     paths = list(dict.fromkeys(args.inputs))  # a file named twice is read once
     doc = merge(paths, prefer_newest=args.prefer == "newest",
                 allow_mixed_versions=args.allow_mixed_versions,
-                allow_mixed_commits=args.allow_mixed_commits)
+                allow_mixed_commits=args.allow_mixed_commits,
+                program=progress_name(args, "analysis.merge"))
     write_run(doc, args.out)
     meta = doc[DOCUMENT_KEY]
-    print(f"analysis.merge: {len(doc['benchmarks']) + len(meta['unrecorded'])} cells "
+    print(f"{progress_name(args, 'analysis.merge')}: {len(doc['benchmarks']) + len(meta['unrecorded'])} cells "
           f"({len(doc['benchmarks'])} recorded, {len(meta['unrecorded'])} unrecorded) from "
           f"{len(paths)} inputs, {meta['machines']} machine(s) -> {args.out}")
     return 0

@@ -52,7 +52,7 @@ from analysis.report_plots import (
     fig_timeline,
 )
 from analysis.report_run import render_run
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, progress_name, run_program
 
 if TYPE_CHECKING:  # at run time, __getattr__ below imports them when asked for
     from analysis.fit_report import print_terminal, write_markdown
@@ -92,6 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    prog = progress_name(args, "analysis.report")
     if len(args.json) > 2:
         raise InputError("give one run (RUN.json) or two to compare (BASE.json NEW.json)")
     if not (math.isfinite(args.threshold) and math.isfinite(args.noise_floor_s)) \
@@ -100,17 +101,17 @@ def run(args: argparse.Namespace) -> int:
                          "in (0, 1)")
     if len(args.json) == 1:
         out = Path(args.out or "report.html")
-        print(f"analysis.report: drawing {args.json[0]}", file=sys.stderr)
+        print(f"{prog}: drawing {args.json[0]}", file=sys.stderr)
         text = render_run(args.json[0])
         summary = ""
     else:
         out = Path(args.out or "compare.html")
-        print(f"analysis.report: comparing {args.json[0]} and {args.json[1]}", file=sys.stderr)
+        print(f"{prog}: comparing {args.json[0]} and {args.json[1]}", file=sys.stderr)
         text, code = render_comparison(
             args.json[0], args.json[1], threshold=args.threshold, floor_s=args.noise_floor_s,
             alpha=args.alpha, strict=args.strict, allow_missing=args.allow_missing,
             force=args.force,
-            warn=lambda line: print(f"analysis.report: warning: {line}", file=sys.stderr))
+            warn=lambda line: print(f"{prog}: warning: {line}", file=sys.stderr))
         summary = f"; the gate {'fails' if code else 'passes'}"
     out.write_text(text, encoding="utf-8")
     print(f"{out} ({out.stat().st_size / 1e3:.0f} kB){summary}")

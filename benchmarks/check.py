@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, progress_name, run_program
 from harness.document import RunDocument, read_cells, run_document
 from harness.schema import (
     DOCUMENT_KEY,
@@ -47,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    prog = progress_name(args, "benchmarks.check")
     doc = read_document(args.json)
     results = doc.results()
     try:
@@ -96,11 +97,11 @@ def run(args: argparse.Namespace) -> int:
     if outside:
         shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3
                                           else "")
-        print(f"benchmarks.check: {len(outside)} recorded cell(s) outside --matrix "
+        print(f"{prog}: {len(outside)} recorded cell(s) outside --matrix "
               f"{args.matrix} not checked: {shown}")
     for p in problems:
-        print(f"benchmarks.check: {p}", file=sys.stderr)
-    print(f"benchmarks.check: {len(expected)} cells expected, {len(problems)} problem(s)")
+        print(f"{prog}: {p}", file=sys.stderr)
+    print(f"{prog}: {len(expected)} cells expected, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(verb_module(verb))
     subparser = subparsers[verb]
     module.add_arguments(subparser)
+    subparser.set_defaults(program=f"{PROG} {verb}")
     return run_cli(f"{PROG} {verb}", lambda a: parse_and_run(subparser, module.run, a), rest)
 
 

