@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analysis.report_cells import AXES, AXIS_ORDER, RESIDUAL, Cell, axis_effects, load_run
+from analysis.report_cells import AXES, AXIS_ORDER, RESIDUAL, RunCell, axis_effects, load_run
 from analysis.report_comparison import render_comparison
 from analysis.report_page import CSP
 from analysis.report_plots import (
@@ -57,7 +57,7 @@ from coldstart.cli import InputError, progress_name, run_program
 if TYPE_CHECKING:  # at run time, __getattr__ below imports them when asked for
     from analysis.fit_report import print_terminal, write_markdown
 
-__all__ = ["AXES", "AXIS_ORDER", "CSP", "Cell", "PHASE_COLORS", "RESIDUAL", "axis_effects",
+__all__ = ["AXES", "AXIS_ORDER", "CSP", "RunCell", "PHASE_COLORS", "RESIDUAL", "axis_effects",
            "fig_compare", "fig_effect", "fig_page_cache", "fig_phases", "fig_rounds",
            "fig_timeline", "load_run", "main", "print_terminal", "render_comparison",
            "render_run", "write_markdown"]

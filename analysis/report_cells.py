@@ -11,12 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.document import CELL_AXES as AXES
-from harness.document import RunCell as Cell
-from harness.document import RunDocument, cell_axes, read_cells
+from harness.document import RunCell, RunDocument, cell_axes, read_cells
 from harness.evidence import WeightsFacts
 from harness.schema import BootResult, SchemaError
 
-__all__ = ["AXES", "AXIS_ORDER", "RESIDUAL", "Cell", "axis_effects", "axis_names",
+__all__ = ["AXES", "AXIS_ORDER", "RESIDUAL", "RunCell", "axis_effects", "axis_names",
            "cell_axes", "load_run", "measured_rounds", "phase_median", "storage_floor_s",
            "varying_axes"]
 
@@ -27,7 +26,7 @@ AXIS_ORDER = {"compile_cache": ("cold", "warm", "off"), "page_cache": ("warm", "
               "entrypoint": ("offline", "serve")}
 
 
-def load_run(path: str | Path) -> tuple[RunDocument | None, list[Cell]]:
+def load_run(path: str | Path) -> tuple[RunDocument | None, list[RunCell]]:
     """A result document (None for one BootResult or a list of them) and its cells, in the
     order the pages show them."""
     doc, cells = read_cells(path)
@@ -43,13 +42,13 @@ def _value_rank(axis: str, value: str) -> tuple[int, str]:
     return (order.index(value) if value in order else 99, value)
 
 
-def axis_names(cells: list[Cell]) -> list[str]:
+def axis_names(cells: list[RunCell]) -> list[str]:
     """Every axis some cell has: the five first, then the matrix's own by name."""
     names = list(AXES) + sorted({a for c in cells for a in c.axes} - set(AXES))
     return [a for a in names if any(a in c.axes for c in cells)]
 
 
-def varying_axes(cells: list[Cell]) -> list[str]:
+def varying_axes(cells: list[RunCell]) -> list[str]:
     """The axes whose value is not the same in every cell: what a cell's label names."""
     return [a for a in axis_names(cells) if len({c.axes.get(a) for c in cells}) > 1]
 
@@ -58,7 +57,7 @@ def measured_rounds(rounds: list[BootResult]) -> list[BootResult]:
     return [r for r in rounds if r.state == "measured"]
 
 
-def phase_median(cell: Cell, phase: str) -> float | None:
+def phase_median(cell: RunCell, phase: str) -> float | None:
     """A phase's (or ``residual``'s, ``total``'s) median over the cell's measured rounds:
     ``analysis.compare``'s own, so the run page and the comparison state the same median."""
     from analysis.compare import median_of_rounds
@@ -66,9 +65,9 @@ def phase_median(cell: Cell, phase: str) -> float | None:
     return median_of_rounds(cell.rounds, phase)
 
 
-def _pairs(cells: list[Cell], axis: str, base: str, other: str) -> list[tuple[Cell, Cell]]:
+def _pairs(cells: list[RunCell], axis: str, base: str, other: str) -> list[tuple[RunCell, RunCell]]:
     """Measured cells that differ in ``axis`` alone: (base value, other value)."""
-    def rest(c: Cell) -> tuple:
+    def rest(c: RunCell) -> tuple:
         return tuple((a, v) for a, v in sorted(c.axes.items()) if a != axis)
 
     bases = {rest(c): c for c in cells if c.axes.get(axis) == base and c.state == "measured"}
@@ -76,7 +75,7 @@ def _pairs(cells: list[Cell], axis: str, base: str, other: str) -> list[tuple[Ce
             and c.state == "measured" and rest(c) in bases]
 
 
-def axis_effects(cells: list[Cell]) -> list[tuple[str, str, str, list[tuple[Cell, Cell]]]]:
+def axis_effects(cells: list[RunCell]) -> list[tuple[str, str, str, list[tuple[RunCell, RunCell]]]]:
     """(axis, base value, other value, matched cell pairs) for every axis with a pair."""
     out = []
     for axis in axis_names(cells):
@@ -89,7 +88,7 @@ def axis_effects(cells: list[Cell]) -> list[tuple[str, str, str, list[tuple[Cell
     return out
 
 
-def storage_floor_s(cell: Cell) -> float | None:
+def storage_floor_s(cell: RunCell) -> float | None:
     """What a plain sequential read of the cell's weight files took (the storage floor)."""
     w = cell.headline.evidence.weights or WeightsFacts()
     gbps, size = w.storage_floor_gbps, w.file_bytes

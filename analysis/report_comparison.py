@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from analysis.report_cells import Cell, cell_axes
+from analysis.report_cells import RunCell, cell_axes
 from analysis.report_page import command_facts, machine_rows, number_text, render_page
 from analysis.report_plots import fig_compare
 from harness.schema import BootResult
@@ -138,7 +138,7 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
     # Both runs' machines, versions and commits, row by row, the rows that differ marked.
     sides = []
     for doc, boots in ((run.base_doc, run.base), (run.new_doc, run.new)):
-        cells = [Cell(compare.cell_of_boot(b), cell_axes(b), b, [b]) for b in boots]
+        cells = [RunCell(compare.cell_of_boot(b), cell_axes(b), b, [b]) for b in boots]
         sides.append((command_facts(doc, cells), dict(machine_rows(doc, cells))))
     keys = list(dict.fromkeys([*sides[0][1], *sides[1][1]]))
     machine = [[k, sides[0][1].get(k, "-"), sides[1][1].get(k, "-")] for k in keys]

@@ -14,7 +14,7 @@ from typing import Any
 
 import jinja2
 
-from analysis.report_cells import Cell
+from analysis.report_cells import RunCell
 from harness.document import RunDocument
 
 __all__ = ["CSP", "command_facts", "machine_rows", "number_text", "render_page"]
@@ -53,7 +53,7 @@ def _flatten(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return [(prefix.rstrip("."), d)]
 
 
-def machine_rows(doc: RunDocument | None, cells: list[Cell]) -> list[tuple[str, Any]]:
+def machine_rows(doc: RunDocument | None, cells: list[RunCell]) -> list[tuple[str, Any]]:
     """(what, value) of the machine, the versions and the commit a run recorded."""
     info = doc.machine_info if doc is not None else {}
     rows = list(_flatten(info.get("coldstart") or {}))
@@ -67,7 +67,7 @@ def machine_rows(doc: RunDocument | None, cells: list[Cell]) -> list[tuple[str, 
     return rows
 
 
-def command_facts(doc: RunDocument | None, cells: list[Cell]) -> dict[str, Any]:
+def command_facts(doc: RunDocument | None, cells: list[RunCell]) -> dict[str, Any]:
     """The command that made a run, for the ``command`` macro: ``source`` says where it
     comes from (``recorded``; ``matrix`` or ``single_boot``, reconstructed; ``none``), with
     the vLLM entry points and engine arguments its cells recorded."""

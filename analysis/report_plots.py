@@ -15,7 +15,7 @@ from typing import Any
 
 from analysis.report_cells import (
     RESIDUAL,
-    Cell,
+    RunCell,
     measured_rounds,
     phase_median,
     storage_floor_s,
@@ -76,7 +76,7 @@ def _wrap(label: str, width: int = 48) -> str:
     return "\n".join(lines)
 
 
-def fig_phases(cells: list[Cell], axes: list[str]) -> Plot:
+def fig_phases(cells: list[RunCell], axes: list[str]) -> Plot:
     """A stacked bar per cell: the median round's phases and residual."""
     plt = _plt()
     parts = [*PHASE_NAMES, RESIDUAL]
@@ -110,7 +110,7 @@ def fig_phases(cells: list[Cell], axes: list[str]) -> Plot:
     return _svg(fig, "phases of each cell, stacked")
 
 
-def fig_rounds(cells: list[Cell], axes: list[str]) -> Plot:
+def fig_rounds(cells: list[RunCell], axes: list[str]) -> Plot:
     """Every round of every cell as a point, per phase and in total; the median a bar."""
     plt = _plt()
     metrics = ["total"] + [p for p in PHASE_NAMES
@@ -136,7 +136,7 @@ def fig_rounds(cells: list[Cell], axes: list[str]) -> Plot:
     return _svg(fig, "rounds of each cell")
 
 
-def fig_effect(axis: str, base: str, other: str, pairs: list[tuple[Cell, Cell]],
+def fig_effect(axis: str, base: str, other: str, pairs: list[tuple[RunCell, RunCell]],
                axes: list[str]) -> Plot:
     """Per phase, the change from ``base`` to ``other`` in each matched pair (median rounds)."""
     plt = _plt()
@@ -161,7 +161,7 @@ def fig_effect(axis: str, base: str, other: str, pairs: list[tuple[Cell, Cell]],
     return _svg(fig, f"effect of {axis}")
 
 
-def fig_page_cache(pairs: list[tuple[Cell, Cell]], axes: list[str]) -> Plot:
+def fig_page_cache(pairs: list[tuple[RunCell, RunCell]], axes: list[str]) -> Plot:
     """Model loading with the page cache warm and evicted, and what a plain sequential read
     of the same files took in each state (the storage floor)."""
     plt = _plt()

@@ -11,7 +11,7 @@ from typing import Any
 
 from analysis.report_cells import (
     RESIDUAL,
-    Cell,
+    RunCell,
     axis_effects,
     axis_names,
     load_run,
@@ -35,7 +35,7 @@ __all__ = ["render_run"]
 _STATES = ("measured", "failed", "skipped")
 
 
-def _cell_table(cells: list[Cell], axes: list[str]) -> dict[str, Any]:
+def _cell_table(cells: list[RunCell], axes: list[str]) -> dict[str, Any]:
     """The table of cells: ``headers`` and a row per cell (its id and label, state, rounds,
     each phase's value with its note, then the residual, the ready time, the compile cache
     seen, the weights' rate, its part of the storage floor and the reason)."""
@@ -64,7 +64,7 @@ def _cell_table(cells: list[Cell], axes: list[str]) -> dict[str, Any]:
     return {"headers": headers, "rows": rows}
 
 
-def _subphase_rows(c: Cell) -> list[tuple[str, str, str, str]]:
+def _subphase_rows(c: RunCell) -> list[tuple[str, str, str, str]]:
     """The median round's phases, each followed by its sub-phases, then the residual (with
     its parts) and the wall time: (kind, name, seconds, note); kind is ``phase`` (in bold),
     ``sub`` (indented) or ``plain``."""
@@ -82,7 +82,7 @@ def _subphase_rows(c: Cell) -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _effects(cells: list[Cell], axes: list[str]) -> list[dict[str, Any]]:
+def _effects(cells: list[RunCell], axes: list[str]) -> list[dict[str, Any]]:
     """Per axis and value, the plot of what it changes and its table of matched pairs (each
     metric's medians of rounds, base → other)."""
     metrics = [*PHASE_NAMES, RESIDUAL, "total"]
