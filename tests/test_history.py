@@ -78,8 +78,8 @@ def test_bad_input_is_one_line_and_exit_2(capsys) -> None:
 
 
 def test_cells_are_named_by_what_differs() -> None:
-    cells = ["model=m-platform=cpu-loader=safetensors-compile_cache=off-page_cache=warm",
-             "model=m-platform=cpu-loader=safetensors-compile_cache=cold-page_cache=warm"]
+    cells = ["model=m-loader=safetensors-compile_cache=off-page_cache=warm-entrypoint=offline",
+             "model=m-loader=safetensors-compile_cache=cold-page_cache=warm-entrypoint=offline"]
     assert history._short_labels(cells) == {cells[0]: "compile_cache=off",
                                            cells[1]: "compile_cache=cold"}
     assert MACHINE  # the fake documents share the gate tests' machine
