@@ -213,7 +213,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
                  noise_floor_s: float = 0.05, alpha: float = 0.05, force: bool = False,
                  strict: bool = False, allow_missing: bool = False, show_all: bool = False,
-                 json_path: str | Path | None = None, program: str = "analysis.compare") -> int:
+                 json_path: str | Path | None = None,
+                 program: str = "analysis.compare") -> int:
     """``python -m analysis.compare`` as a function: print the table (and the warning of
     cells on one side) and write ``json_path``; 0 no regression, 1 regression. Bad input or
     a refused comparison raises its ``UserError`` (``InputError``, ``SchemaError``)."""

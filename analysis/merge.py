@@ -112,7 +112,8 @@ def _check_matrices(shards: list[Shard]) -> dict[str, Any] | None:
 
 def merge(paths: list[Path], *, prefer_newest: bool = False,
           allow_mixed_versions: bool = False,
-          allow_mixed_commits: bool = False, program: str = "analysis.merge") -> dict[str, Any]:
+          allow_mixed_commits: bool = False,
+          program: str = "analysis.merge") -> dict[str, Any]:
     """One result document from the shards at ``paths`` (see the module's doc); progress
     lines start with ``program``."""
     if not paths:
@@ -264,7 +265,8 @@ def run(args: argparse.Namespace) -> int:
                 program=progress_name(args, "analysis.merge"))
     write_run(doc, args.out)
     meta = doc[DOCUMENT_KEY]
-    print(f"{progress_name(args, 'analysis.merge')}: {len(doc['benchmarks']) + len(meta['unrecorded'])} cells "
+    prog = progress_name(args, "analysis.merge")
+    print(f"{prog}: {len(doc['benchmarks']) + len(meta['unrecorded'])} cells "
           f"({len(doc['benchmarks'])} recorded, {len(meta['unrecorded'])} unrecorded) from "
           f"{len(paths)} inputs, {meta['machines']} machine(s) -> {args.out}")
     return 0

@@ -18,8 +18,8 @@ from typing import NoReturn
 from coldstart import program_name
 
 __all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS", "ArgumentParser",
-           "error_line", "report_error", "run_cli", "closed_output", "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "progress_name",
-           "run_program"]
+           "error_line", "report_error", "run_cli", "closed_output", "CLOSED_OUTPUT_EXIT",
+           "parser_for", "parse_and_run", "progress_name", "run_program"]
 
 
 class UserError(Exception):
