@@ -97,8 +97,11 @@ def run(args: argparse.Namespace) -> int:
     if outside:
         shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3
                                           else "")
+        recorded = doc.coldstart.matrix
+        hint = (f" (the run says it is of matrix {recorded!r}: --matrix {recorded})"
+                if recorded and recorded != args.matrix else "")
         print(f"{prog}: {len(outside)} recorded cell(s) outside --matrix "
-              f"{args.matrix} not checked: {shown}")
+              f"{args.matrix} not checked: {shown}{hint}")
     for p in problems:
         print(f"{prog}: {p}", file=sys.stderr)
     print(f"{prog}: {len(expected)} cells expected, {len(problems)} problem(s)")

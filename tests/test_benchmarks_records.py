@@ -462,5 +462,6 @@ def test_check_says_which_recorded_cells_it_did_not_check(capsys):
     assert check.main([str(run)]) == 1
     out = capsys.readouterr().out
     assert "19 recorded cell(s) outside --matrix smoke not checked: model=rand-" in out
+    assert "(the run says it is of matrix 'scaling': --matrix scaling)" in out
     assert check.main([str(run), "--matrix", "scaling"]) == 0
     assert "outside --matrix" not in capsys.readouterr().out
