@@ -10,7 +10,7 @@ import math
 import statistics
 
 from harness.document import CELL_AXES, cell_axes
-from harness.schema import BootResult
+from harness.schema import BootResult, cell_id
 
 __all__ = ["CELL_FIELDS", "NO_SUBPHASE", "OVERLAPPING_SUBPHASES", "OVERLAP_TOLERANCE_S",
            "RESIDUAL", "TOTAL", "cell_of_boot", "median_of_rounds",
@@ -36,7 +36,7 @@ CELL_FIELDS = CELL_AXES
 
 def cell_of_boot(b: BootResult) -> str:
     """The cell a boot is of: its run's cell id (``harness.document.cell_axes``)."""
-    return "-".join(f"{k}={v}" for k, v in cell_axes(b).items())
+    return cell_id(cell_axes(b))
 
 
 def _no_subphase(b: BootResult, phase: str) -> float | None:

@@ -135,7 +135,7 @@ def torch_compile_s(scan: LogScan, notes: dict[str, str]) -> float | None:
                 f"log timestamps (resolution {resolution:g} s): 'Warming up model for the "
                 "compilation' -> the AOT line ('saved AOT compiled function' or 'Directly load "
                 "AOT compilation'); it starts before the compile the probes time, so it holds "
-                "the warm-up's cache key and lookup too (1.7 s of a 134 s compile on 2 cores)")
+                "the warm-up's cache key and lookup too")
             return min(ends) - start
     return None
 

@@ -212,6 +212,25 @@ def timeline_events(tl: Timeline) -> list[dict[str, Any]]:
     return out
 
 
+# The line vLLM's CPU runner logs as its warm-up starts (cpu_model_runner.warming_up_model):
+# the log reader's CPU compile span starts there (harness.log_compose.torch_compile_s).
+CPU_WARM_UP_LINE = "Warming up model for the compilation"
+
+
+def warm_up_before_compile_s(events: list[dict[str, Any]]) -> float | None:
+    """Seconds from the CPU warm-up's log line to the first compile the probes time
+    (``monitor_torch_compile``), both on the probes' clock; None where either is missing.
+
+    The warm-up's own work before it compiles (the AOT cache key, the cache lookup): the
+    log's span counts it as torch_compile, the probes in kv_cache_profiling."""
+    warm_up = [e["t_s"] for e in events if e.get("event") == "log"
+               and str(e.get("msg", "")).startswith(CPU_WARM_UP_LINE)]
+    compiles = [e["start_s"] for e in events if e.get("event") == "torch_compile"]
+    if not warm_up or not compiles:
+        return None
+    return min(compiles) - min(warm_up)
+
+
 def timeline_from_events(events: list[dict[str, Any]]) -> Timeline:
     """Replay a BootResult's ``events`` (``timeline_events``) as a Timeline with t0 = 0.
 

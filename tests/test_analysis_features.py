@@ -223,8 +223,8 @@ def test_features_json_round_trip(llama_dir: Path, tmp_path: Path) -> None:
     assert load_features(single, capture_sizes=7).capture_sizes == 7
 
 
-# mosaicml/mpt-7b's config.json (its Hub page), as a tool that drops "architectures" writes it:
-# the layer count under MPT's own key, nothing a features file would lack.
+# An MPT-style config.json (the key names of mosaicml/mpt-7b's configuration class), as a tool
+# that drops "architectures" writes it: the layer count under MPT's own key.
 MPT_7B_CONFIG = {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32,
                  "expansion_ratio": 4, "max_seq_len": 2048, "vocab_size": 50432}
 

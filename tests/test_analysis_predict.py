@@ -85,8 +85,8 @@ def test_from_an_hf_config_and_overrides(fitted: dict, tmp_path: Path, capsys) -
     assert predict_main(argv + ["--set", f"{tokenizer_feature}=256000"]) == 0
     capsys.readouterr()
     out = tmp_path / "p.json"
-    # No tokenizer files beside the config: what they would say is given (Llama-2-7B's
-    # tokenizer.json, 1,842,767 bytes), and the config's vocabulary is its own.
+    # No tokenizer files beside the config: their size is given by hand (a value, not a
+    # measurement), and the config's vocabulary is its own.
     assert predict_main([str(cfg), "--fit", str(fitted["predictor"]), "--json", str(out),
                          "--set", "tokenizer_bytes=1842767"]) == 0
     p = json.loads(out.read_text())
