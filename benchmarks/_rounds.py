@@ -187,7 +187,7 @@ def _slot_state(doc: RunDocument, cell: Cell) -> str:
     unrec = doc.coldstart.unrecorded
     if unrec:
         r = unrec[-1]
-        return f"{r.state}: {(r.error or r.skip_reason or '')[:160]}"
+        return f"{r.state}: {(r.reason or '')[:160]}"
     return "no result"
 
 

@@ -77,8 +77,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 line += f", ready in {r.wall_s:.1f} s"
         else:
-            detail = r.error or r.skip_reason
-            line += f" ({detail})"
+            line += f" ({r.reason})"
             if not args.allow_failed:
                 problems.append(line)
         print(line)

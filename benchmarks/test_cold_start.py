@@ -39,7 +39,7 @@ class _RoundNotBooted(Exception):
     """
 
     def __init__(self, result: BootResult):
-        super().__init__(result.skip_reason or result.error)
+        super().__init__(result.reason)
         self.result = result
 
 
@@ -151,9 +151,9 @@ def _check_cell(result: BootResult, cell: Cell, rounds: list[BootResult],
                f"{len(rounds)} of {rounds_asked} rounds run: a round's setup ended the cell")
     bad_rounds = [r for r in rounds if r.state != "measured"]
     expect(not bad_rounds, f"{len(bad_rounds)} of {len(rounds)} rounds not measured: "
-                           f"{[r.error or r.skip_reason for r in bad_rounds]}")
+                           f"{[r.reason for r in bad_rounds]}")
     if result.state != "measured":
-        failed.append(f"boot {result.state}: {result.error or result.skip_reason}")
+        failed.append(f"boot {result.state}: {result.reason}")
         return
     wall = result.wall_s
     expect(abs(result.phase_sum_s() + result.residual_s - wall) <= 1e-6 * max(wall, 1.0),

@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     render_table(result)
     progress(f"wrote {args.out}")
     if result.state != "measured":
-        print(f"error: boot {result.state}: {result.error or result.skip_reason}", file=sys.stderr)
+        print(f"error: boot {result.state}: {result.reason}", file=sys.stderr)
         return 1
     if answer_failures:
         print(f"error: answer {result.response_text!r}: {'; '.join(answer_failures)}",

@@ -69,6 +69,7 @@ class PageCacheFacts(SparseRecord):
     bytes: int | None = None
     resident_bytes: int | None = None
     residency: float | None = None  # resident_bytes / bytes
+    reads: int | None = None  # warm: full reads taken to reach the residency
     note: str | None = None  # a hub model not on this machine: nothing to warm or evict
 
 

@@ -218,6 +218,11 @@ class BootResult(BaseModel):
     def phase_sum_s(self) -> float:
         return sum(v for v in self.phases.values() if v is not None)
 
+    @property
+    def reason(self) -> str | None:
+        """Why the boot was not measured: its error, or its skip reason; None if measured."""
+        return self.error or self.skip_reason
+
 
 # ---------------------------------------------------------------- the result document
 # A result document is pytest-benchmark's JSON: measured cells are its ``benchmarks`` entries

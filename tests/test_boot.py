@@ -49,7 +49,7 @@ def cold_boot(real_model, tmp_path_factory, monkeypatch_module):
     work = tmp_path_factory.mktemp("cold")
     result = run_boot(_spec(real_model, work, compile_cache="cold", page_cache="warm",
                             check_answer=True))
-    assert result.state == "measured", f"{result.error}\n{result.log_tail}"
+    assert result.state == "measured", f"{result.state}: {result.reason}\n{result.log_tail}"
     return result, work
 
 
@@ -59,7 +59,7 @@ def warm_boot(real_model, tmp_path_factory, monkeypatch_module):
     monkeypatch_module.setenv("COLDSTART_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     result = run_boot(_spec(real_model, tmp_path_factory.mktemp("warm"), compile_cache="warm",
                             page_cache="warm"))
-    assert result.state == "measured", f"{result.error}\n{result.log_tail}"
+    assert result.state == "measured", f"{result.state}: {result.reason}\n{result.log_tail}"
     return result
 
 

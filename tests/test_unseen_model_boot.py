@@ -68,7 +68,7 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     result = run_boot(BootSpec(model=UNSEEN_SHAPE, model_path=path, work_dir=tmp_path / "boot",
                                loader="safetensors", compile_cache="cold", page_cache="warm",
                                entrypoint="offline", timeout_s=900))
-    assert result.state == "measured", f"{result.error}\n{result.log_tail}"
+    assert result.state == "measured", f"{result.state}: {result.reason}\n{result.log_tail}"
 
     def predicted_total(predictor, name: str) -> dict:
         out = tmp_path / f"prediction-{name}.json"
