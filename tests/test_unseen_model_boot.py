@@ -21,8 +21,8 @@ from fixtures.catalog import UNSEEN_SHAPE
 from tests.test_cpu_fit import FEATURES, SCALING
 
 pytestmark = [pytest.mark.boot, pytest.mark.slow]
-# The old test's bound, kept: the leave-one-model-out MAPE of the fit is 6 %, its largest
-# error 9 s of 52-108 s boots.
+# Issue 19's bound (the leave-one-model-out MAPE of the fit is 6 %, its largest error 9 s of
+# 52-108 s boots).
 MAX_ERROR_SHARE = 0.15
 
 
@@ -80,16 +80,15 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     assert p["machine"] == this_machine()
     predicted = p["total"]["predicted_s"]
     uncalibrated = predicted_total(scaling_fit["path"], "uncalibrated")["total"]["predicted_s"]
-    error, before = abs(predicted - result.wall_s), abs(uncalibrated - result.wall_s)
+    error = abs(predicted - result.wall_s)
     print(f"unseen {UNSEEN_SHAPE}: measured {result.wall_s:.1f} s, calibrated {predicted:.1f} s "
           f"({error / result.wall_s:.0%} off), uncalibrated {uncalibrated:.1f} s")
-    # What holds today: the calibration brings the prediction toward this machine's boot.
-    assert error < before, (predicted, uncalibrated, result.wall_s,
-                            calibrated["calibration"]["scales"])
-    # Issue 19's bound is reported, not asserted, until it has held on both machine kinds:
-    # the same boot varies between VMs of one kind (this shape booted in 108 to 219 s on
-    # 2-core AMD EPYC sessions). Measured on a clean clone there, alone on the machine: 110.2 s
-    # calibrated by the two reference boots for a 108.2 s boot (2 % off; uncalibrated 81.4 s);
-    # an earlier run of the same boots while other tests shared the two cores was 16 % off.
-    if error > MAX_ERROR_SHARE * result.wall_s:
-        print(f"unseen: outside issue 19's {MAX_ERROR_SHARE:.0%} bound")
+    # Issue 19's bound, after calibration. Held on both machine kinds, each on a fresh checkout
+    # alone on the machine: 2-core AMD EPYC, 110.2 s calibrated for a 108.2 s boot (2 % off;
+    # uncalibrated 81.4 s); 2-core Intel Xeon (AMX), 126.4 s for a 125.1 s boot (1 % off;
+    # uncalibrated 81.4 s). The same boot varies between VMs of one kind (108 to 219 s on AMD
+    # sessions), which is what the calibration boots measure; a run of the same boots while
+    # other tests shared the two cores was 16 % off: run it on a quiet machine.
+    # Not asserted: that calibrating helps. On a machine as fast as the fit's it need not.
+    assert error <= MAX_ERROR_SHARE * result.wall_s, (
+        predicted, uncalibrated, result.wall_s, calibrated["calibration"]["scales"])
