@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from coldstart.cli import run_program
-from harness.document import read_results
+from harness.document import CELL_AXES, read_results
 from harness.evidence import WeightsFacts
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
@@ -20,7 +20,7 @@ SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
 
 
 def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
-    headers = ["model", "loader", "compile_cache", "page_cache", "entrypoint", "state",
+    headers = [*CELL_AXES, "state",
                *(SHORT[p] for p in PHASE_NAMES), "residual", "ready (s)", "ttft (s)",
                "compile cache seen", "weights GB/s", "of floor", "read from storage"]
     out = []
@@ -30,8 +30,8 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
         def num(v, fmt="{:.2f}"):
             return "-" if v is None else fmt.format(v)
 
-        out.append([r.model, r.loader or "-", r.compile_cache or "-", r.page_cache or "-",
-                    r.entrypoint or "-", r.state, *(num(r.phases[p]) for p in PHASE_NAMES),
+        out.append([*(getattr(r, axis) or "-" for axis in CELL_AXES), r.state,
+                    *(num(r.phases[p]) for p in PHASE_NAMES),
                     num(r.residual_s), num(r.wall_s, "{:.1f}"), num(r.ttft_s, "{:.3f}"),
                     r.compile_cache_observed or "-", num(w.load_gbps),
                     num(w.fraction_of_floor, "{:.0%}"), num(w.storage_read_bytes, "{:,}")])
