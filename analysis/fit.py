@@ -47,10 +47,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from analysis.dataset import (
+    Dataset,
     build_dataset,
     config_key,
     input_machines,
@@ -82,23 +84,21 @@ from analysis.fit_select import (
 )
 from analysis.fit_summary import needed_run, needed_run_line, print_summary, summarize
 from analysis.fit_targets import RESIDUAL
-from analysis.fit_targets import predict_row as _predict_row
-from analysis.fit_targets import target_value as _target_value
 from analysis.fit_validate import study_method_baseline
 from analysis.model import FitError
+from analysis.predictor_file import write_predictor
 from coldstart.cli import InputError, run_program
 from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult
 
-# The names this module held before it was split, importable from here as before (the
-# underscored three for the tests and callers that import them).
+# The names this module held before it was split, importable from here as before.
 __all__ = ["CANDIDATE_FEATURES", "POOR_R2", "PREDICTOR_SCHEMA_VERSION", "REPORTED_SUBPHASES",
            "RESIDUAL", "SCORE_TIE_FRACTION", "SPLIT_PHASES", "SPLIT_TOLERANCE_FRACTION",
-           "SPLIT_TOLERANCE_S", "GroupFit", "_predict_row", "_target_value",
-           "fit_dataset", "fit_group", "main", "predictor_document", "study_method_baseline",
-           "summary_json"]
+           "SPLIT_TOLERANCE_S", "Fitted", "GroupFit", "fit_dataset", "fit_group", "fit_inputs",
+           "main", "parse_forced", "predictor_document", "study_method_baseline", "summary_json"]
 
 
-def _parse_forced(items: list[str]) -> dict[str, str]:
+def parse_forced(items: Sequence[str]) -> dict[str, str]:
+    """``--feature PHASE=FEATURE`` items as phase -> feature."""
     forced = {}
     for item in items:
         phase, sep, feature = item.partition("=")
@@ -139,64 +139,95 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no terminal tables")
 
 
-def run(args: argparse.Namespace) -> int:
-    if not args.results and not args.study:
-        raise InputError("no input: give result files and/or --study FOLDER")
-    if args.study_logs and not args.study:
-        raise InputError("--study-logs needs --study FOLDER")
-    args.results = list(dict.fromkeys(str(Path(p)) for p in args.results))
-    if Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
-        # Said before the fit, not after it (mkdir would raise FileExistsError there).
-        raise InputError(f"--out-dir {args.out_dir}: is a file, not a folder")
+@dataclass
+class Fitted:
+    """What ``fit_inputs`` made of its inputs: the configurations fitted (none when every
+    one was too small), the data they were fitted on, and the ones set aside."""
 
-    features: dict[str, ModelFeatures] = {}
-    files = read_inputs(args.results)
-    results = [r for f in files.values() for r in f.boots]
+    fits: list[GroupFit]
+    data: Dataset | None
+    inputs: list[str]  # the result files and study folders, as given
+    machine: dict[str, Any]  # the one machine every input was measured on
+    short: dict[Any, ShortConfiguration]  # configurations too small to fit, by key
+    boots: list[BootResult]  # every round read (what a run with nothing to fit summarizes)
+
+    def predictor(self) -> dict[str, Any]:
+        """The predictor file of the fitted configurations (``analysis.fit_document``)."""
+        return predictor_document(self.fits, self.inputs, machine=self.machine)
+
+
+def fit_inputs(results: Sequence[str], *, study: Sequence[str] = (),
+               study_logs: str | None = None, features: Sequence[str] = (),
+               holdout: Sequence[str] = (),
+               forced: dict[str, str] | None = None,
+               outlier_alpha: float | None = 0.05) -> Fitted:
+    """Fit result documents and study folders: the library form of ``analysis.fit``'s
+    command (``forced``: phase -> feature, as ``--feature``; ``outlier_alpha`` None is
+    ``--no-outlier-screening``)."""
+    if study_logs and not study:
+        raise InputError("--study-logs needs --study FOLDER")
+    results = list(dict.fromkeys(str(Path(p)) for p in results))
+    model_features: dict[str, ModelFeatures] = {}
+    files = read_inputs(results)
+    boots = [r for f in files.values() for r in f.boots]
     machines = input_machines(files)
     studied: list[BootResult] = []
-    for s in args.study:
+    for s in study:
         from analysis.study import read_study
 
-        study = read_study(s, logs=args.study_logs)
-        studied.extend(study.results)
-        features.update(study.features)
-        machines[str(s)] = study.machine
-    results.extend(studied)
+        read = read_study(s, logs=study_logs)
+        studied.extend(read.results)
+        model_features.update(read.features)
+        machines[str(s)] = read.machine
+    boots.extend(studied)
     mixed = one_machine(machines)
     if mixed:
         raise InputError(mixed)
-    for f in args.features:
-        features.update(read_features_json(f))
-    inputs = [str(Path(p)) for p in args.results + args.study]
-    measured = [r for r in results if r.state == "measured"]
+    for f in features:
+        model_features.update(read_features_json(f))
+    inputs = [str(Path(p)) for p in [*results, *study]]
+    measured = [r for r in boots if r.state == "measured"]
     if not measured:
         raise FitError("no measured boots in the input")
-    holdout = resolve_holdout((r.model for r in measured),
-                              [h.strip() for h in args.holdout.split(",") if h.strip()])
+    held = resolve_holdout((r.model for r in measured), list(holdout))
     # Configurations too small to fit are set aside before any model feature is read: their
     # model folders need not be on this machine.
-    short = short_configurations(measured, holdout)
+    short = short_configurations(measured, held)
+    rounds = [r for f in files.values() for r in f.rounds] + studied
     if all(config_key(r) in short for r in measured):
-        boots = [r for f in files.values() for r in f.rounds] + studied
-        return _summarize(boots, list(short.values()), args)
-    data = build_dataset([r for r in results if config_key(r) not in short or
-                          r.state != "measured"], features, inputs)
+        return Fitted([], None, inputs, merged_machine(machines), short, rounds)
+    data = build_dataset([r for r in boots if config_key(r) not in short or
+                          r.state != "measured"], model_features, inputs)
     fitted_models = {r.model for r in data.rows}
-    fits = fit_dataset(data, holdout=[h for h in holdout if h in fitted_models],
-                       forced=_parse_forced(args.feature),
-                       outlier_alpha=None if args.no_outlier_screening else 0.05)
+    fits = fit_dataset(data, holdout=[h for h in held if h in fitted_models],
+                       forced=forced or {}, outlier_alpha=outlier_alpha)
+    return Fitted(fits, data, inputs, merged_machine(machines), short, rounds)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.results and not args.study:
+        raise InputError("no input: give result files and/or --study FOLDER")
+    if Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
+        # Said before the fit, not after it (mkdir would raise FileExistsError there).
+        raise InputError(f"--out-dir {args.out_dir}: is a file, not a folder")
+    forced = parse_forced(args.feature)
+    outlier_alpha = None if args.no_outlier_screening else 0.05
+    fitted = fit_inputs(args.results, study=args.study, study_logs=args.study_logs,
+                        features=args.features,
+                        holdout=[h.strip() for h in args.holdout.split(",") if h.strip()],
+                        forced=forced, outlier_alpha=outlier_alpha)
+    if not fitted.fits:
+        return _summarize(fitted.boots, list(fitted.short.values()), args)
+    fits, short = fitted.fits, fitted.short
     not_fitted = [c.line() for c in short.values()]
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     predictor_path = Path(args.predictor) if args.predictor else out_dir / "predictor.json"
-    predictor_path.write_text(json.dumps(predictor_document(
-        fits, inputs, machine=merged_machine(machines)), indent=2) + "\n")
-    md = write_markdown(fits, data, out_dir, plots=not args.no_plots,
+    write_predictor(fitted.predictor(), predictor_path)
+    md = write_markdown(fits, fitted.data, out_dir, plots=not args.no_plots,
                         predictor_path=predictor_path, not_fitted=not_fitted)
-    lomo = _nested_lomo(fits, forced=_parse_forced(args.feature),
-                        outlier_alpha=None if args.no_outlier_screening else 0.05) \
-        if args.lomo else None
+    lomo = _nested_lomo(fits, forced=forced, outlier_alpha=outlier_alpha) if args.lomo else None
     if args.json:
         doc = summary_json(fits, not_fitted=[c.as_json() for c in short.values()])
         if lomo is not None:
@@ -205,7 +236,7 @@ def run(args: argparse.Namespace) -> int:
                 group["lomo"] = figures
         Path(args.json).write_text(json.dumps(doc, indent=2) + "\n")
     if not args.quiet:
-        print_terminal(fits, data)
+        print_terminal(fits, fitted.data)
     # Said even with --quiet: a configuration of the input was left out.
     for line in not_fitted:
         print(line)

@@ -42,12 +42,7 @@ from analysis.features import (
     trait_kind,
 )
 from analysis.model import PhaseModel, Prediction, combine_predictions
-from analysis.predictor_file import (
-    SUPPORTED_PREDICTOR_VERSION,
-    SUPPORTED_PREDICTOR_VERSIONS,
-    PredictorFile,
-    PredictorGroup,
-)
+from analysis.predictor_file import load_predictor
 from analysis.predictors import (
     describe_calibration,
     describe_predictor,
@@ -57,97 +52,11 @@ from analysis.predictors import (
 )
 from analysis.storage import predicted_storage
 from coldstart.cli import InputError, UsageError, run_program
-from harness.schema import SchemaError, read_json, validation_summary
+from harness.schema import validation_summary
 
-__all__ = ["load_predictor", "predict_features", "split_phases", "choose_group",
+__all__ = ["predict_features", "split_phases", "choose_group",
            "domain_warnings", "main"]
 
-
-
-def _finite(values: list[float]) -> bool:
-    return all(math.isfinite(v) for v in values)
-
-
-def _phase_problem(m: PhaseModel) -> str | None:
-    """Why a fitted phase cannot give a prediction (numpy would fail or answer nonsense)."""
-    if m.status == "not_applicable":
-        return None
-    k = 1 if m.feature is None else 2  # [intercept] or [intercept, slope]
-    if m.feature is not None and not all(part in ModelFeatures.model_fields
-                                         for part in feature_parts(m.feature)):
-        return f"unknown feature {m.feature!r}"
-    if len(m.coefficients) != k:
-        return f"{len(m.coefficients)} coefficients, a {'constant' if k == 1 else 'line'} has {k}"
-    if len(m.covariance) != k or any(len(row) != k for row in m.covariance):
-        return f"covariance is not {k} x {k}"
-    if not _finite(m.coefficients + [v for row in m.covariance for v in row]):
-        return "coefficients or covariance not finite"
-    if not (math.isfinite(m.residual_variance_s2) and m.residual_variance_s2 >= 0):
-        return f"residual_variance_s2 {m.residual_variance_s2} is not a variance"
-    if not (math.isfinite(m.df_resid) and m.df_resid > 0):
-        return f"df_resid {m.df_resid}: an interval needs > 0 degrees of freedom"
-    if not (math.isfinite(m.feature_scale) and m.feature_scale > 0):
-        return f"feature_scale {m.feature_scale} must be > 0"
-    if m.feature_range and (len(m.feature_range) != 2 or m.feature_range[0] > m.feature_range[1]):
-        return f"feature_range {m.feature_range} is not [min, max]"
-    return None
-
-
-def load_predictor(path: str | Path) -> dict[str, Any]:
-    """Read and check a predictor file written by ``analysis.fit``.
-
-    Every group is validated (``PredictorGroup``, ``PhaseModel``) and every fitted phase's
-    coefficients and covariance checked for shape, so a damaged or hand-edited file is a
-    ``SchemaError`` here, never a numpy error at prediction time. The groups come back as
-    the validated models' plain dicts.
-    """
-    p = Path(path)
-    doc = read_json(p)
-    if not isinstance(doc, dict) or "predictor_schema_version" not in doc:
-        raise SchemaError(f"{p}: no predictor_schema_version: not a predictor file of analysis.fit")
-    version = doc["predictor_schema_version"]
-    if isinstance(version, bool) or not isinstance(version, int):  # bool is an int in Python
-        raise SchemaError(f"{p}: predictor_schema_version {version!r} is not an integer")
-    if version > SUPPORTED_PREDICTOR_VERSION:
-        raise SchemaError(f"{p}: predictor schema version {version} is newer than this reader "
-                          f"({SUPPORTED_PREDICTOR_VERSION})")
-    if version not in SUPPORTED_PREDICTOR_VERSIONS:
-        raise SchemaError(f"{p}: predictor schema version {version} is not one this reader "
-                          f"knows ({', '.join(map(str, SUPPORTED_PREDICTOR_VERSIONS))})")
-    groups = doc.get("groups")
-    if not groups:
-        raise SchemaError(f"{p}: holds no fitted configuration")
-    if not isinstance(groups, list):
-        raise SchemaError(f"{p}: groups is not a list")
-    checked = []
-    for i, raw in enumerate(groups):
-        where = f"{p}: groups[{i}]"
-        if not isinstance(raw, dict):
-            raise SchemaError(f"{where} is not an object")
-        try:
-            group = PredictorGroup.model_validate(raw)
-        except ValidationError as exc:
-            raise SchemaError(f"{where}: {validation_summary(exc)}") from exc
-        if not group.phases:
-            raise SchemaError(f"{where}: no phases")
-        for name, m in group.phases.items():
-            why = _phase_problem(m)
-            if why:
-                raise SchemaError(f"{where}: phase {name}: {why}")
-        for phase, subs in group.split.items():
-            lacking = [s for s in subs if s not in group.phases]
-            if not subs or lacking:
-                raise SchemaError(f"{where}: split {phase}: sub-phases {lacking or subs} "
-                                  "not among its phases")
-        out = group.model_dump(mode="json")
-        if group.train_traits is None:
-            out.pop("train_traits")  # so domain_warnings knows the file predates them
-        checked.append(out)
-    try:
-        PredictorFile.model_validate({**doc, "groups": groups})
-    except ValidationError as exc:
-        raise SchemaError(f"{p}: {validation_summary(exc)}") from exc
-    return {**doc, "groups": checked}
 
 
 def choose_group(doc: dict[str, Any], wanted: dict[str, str | None]) -> dict[str, Any]:

@@ -18,7 +18,6 @@ is ``analysis.calibrate``; the calibrated file records both machines and every r
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -27,7 +26,8 @@ from typing import Any
 from analysis.calibrate import calibrate_predictor
 from analysis.dataset import CONFIG_FIELDS, info_identity
 from analysis.features import boot_features
-from analysis.predict import choose_group, load_predictor
+from analysis.predict import choose_group
+from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictors import describe_calibration, resolve_fit
 from coldstart.cli import InputError, run_program
 
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     models = reference_models(group, args.model, args.second_model, one_boot=args.one_boot)
     with tempfile.TemporaryDirectory(prefix="coldstart-calibrate-") as tmp:
         calibrated = run_calibration(doc, group, models, args.boot_timeout, Path(tmp))
-    args.out.write_text(json.dumps(calibrated, indent=2) + "\n")
+    write_predictor(calibrated, args.out)
     for name, row in calibrated["calibration"]["scales"].items():
         def seconds(v: Any) -> str:
             values = v if isinstance(v, list) else [v]

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from analysis.fit import main as fit_main
-from analysis.predict import load_predictor
 from analysis.predict import main as predict_main
+from analysis.predictor_file import load_predictor
 from analysis.study import STUDY_HOLDOUT, read_study
 from coldstart.cli import run_cli
 

@@ -16,7 +16,8 @@ import pytest
 
 from analysis.calibrate import MIN_PHASE_S, calibrate_predictor, measured_value
 from analysis.feature_files import read_features_json
-from analysis.predict import load_predictor, predict_features
+from analysis.predict import predict_features
+from analysis.predictor_file import load_predictor
 from analysis.predictors import describe_calibration, shipped_file
 from harness.document import read_results
 

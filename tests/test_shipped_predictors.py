@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.predict import load_predictor
 from analysis.predict import main as predict_main
+from analysis.predictor_file import load_predictor
 from analysis.predictors import ALIASES, PACKAGE_DIR, shipped_file, shipped_names
 from analysis.predictors.build import RECIPES, REPO_ROOT, build_all
 from analysis.study import STUDY_NODES, read_study

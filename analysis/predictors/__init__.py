@@ -13,10 +13,10 @@ library is imported here, so ``analysis.predict`` stays as light as it was.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from analysis.predictor_file import load_predictor
 from coldstart.cli import InputError
 
 __all__ = ["ALIASES", "PACKAGE_DIR", "DEFAULT_GPU", "shipped_names", "shipped_file",
@@ -95,8 +95,8 @@ def list_lines() -> list[str]:
     """``--list-fits``: one line per shipped name: machine, vLLM release, data."""
     out = [f"{alias}: the same as {target}" for alias, target in ALIASES.items()]
     for name, path in _files().items():
-        doc = json.loads(path.read_text())
-        prov = doc.get("provenance", {})
+        doc = load_predictor(path)
+        prov = doc.get("provenance") or {}
         groups = doc.get("groups") or [{}]
         releases = sorted({str(g.get("key", {}).get("vllm_version")) for g in groups})
         platforms = sorted({str(g.get("key", {}).get("platform")) for g in groups})

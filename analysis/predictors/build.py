@@ -16,7 +16,6 @@ with the files does not.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shlex
 import sys
@@ -26,9 +25,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
-from coldstart.cli import InputError, parser_for, run_program
+from coldstart.cli import InputError, run_program
 
 __all__ = ["RECIPES", "Recipe", "REPO_ROOT", "build_document", "build_all", "undated",
            "same_fit", "add_arguments", "run", "main"]
@@ -111,15 +111,19 @@ def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
     if missing:
         raise InputError(f"{recipe.name}: {root / missing[0]} is not there: building the "
                          "shipped predictors needs the repository's tests/data")
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp)
-        argv = [*recipe.fit_argv(root), "--out-dir", str(out), "--json", str(out / "s.json"),
-                "--quiet", "--no-plots"]
-        # the recipe's command, run here: its errors are the build's
-        if fit.run(parser_for("analysis.fit", fit.add_arguments).parse_args(argv)) != 0:
-            raise InputError(f"{recipe.name}: analysis.fit {shlex.join(argv)} failed")
-        doc = json.loads((out / "predictor.json").read_text())
-        summary = json.loads((out / "s.json").read_text())
+    # The recipe's command (``command()``), as analysis.fit's library function: its errors
+    # are the build's.
+    def at(p: str | None) -> list[str]:
+        return [str(root / p)] if p else []
+
+    fitted = fit.fit_inputs([str(root / p) for p in recipe.results], study=at(recipe.study),
+                            study_logs=(at(recipe.study_logs) or [None])[0],
+                            features=at(recipe.features), holdout=recipe.holdout,
+                            forced=fit.parse_forced(recipe.forced))
+    if not fitted.fits:
+        raise InputError(f"{recipe.name}: nothing to fit in {recipe.command()}")
+    doc = fitted.predictor()
+    summary = fit.summary_json(fitted.fits)
     # The inputs as the recorded command names them (from the repository root), not as this
     # checkout's absolute paths: the file is the same wherever it is built.
     doc["inputs"] = [*recipe.results, *([recipe.study] if recipe.study else [])]
@@ -146,9 +150,8 @@ def build_all(out_dir: Path = PACKAGE_DIR, root: Path = REPO_ROOT,
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name in names or list(RECIPES):
-        path = out_dir / f"{name}.json"
-        path.write_text(json.dumps(build_document(RECIPES[name], root), indent=2) + "\n")
-        written.append(path)
+        written.append(write_predictor(build_document(RECIPES[name], root),
+                                       out_dir / f"{name}.json"))
     return written
 
 
@@ -173,11 +176,16 @@ def same_fit(a: Any, b: Any, rel: float = 1e-9) -> bool:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Re-make the shipped predictor files."
-    parser.add_argument("action", choices=["build", "list"])
-    parser.add_argument("--only", action="append", choices=list(RECIPES), help="this one only")
-    parser.add_argument("--check", action="store_true",
-                        help="build into a temporary folder; exit 1 if a committed file differs")
+    parser.description = "Re-make (or --check) the shipped predictor files, or list them."
+    actions = parser.add_subparsers(dest="action", required=True)
+    build = actions.add_parser("build", help="re-make the shipped files from tests/data",
+                               description="Re-make the shipped predictor files from the "
+                               "published data in the repository.")
+    build.add_argument("--only", action="append", choices=list(RECIPES), help="this one only")
+    build.add_argument("--check", action="store_true",
+                       help="build into a temporary folder; exit 1 if a committed file differs")
+    actions.add_parser("list", help="one line per shipped file: machine, vLLM, data",
+                       description="One line per shipped predictor: machine, vLLM, data.")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -193,8 +201,8 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         stale = [p.name for p in build_all(Path(tmp), names=args.only)
                  if not (PACKAGE_DIR / p.name).is_file()
-                 or not same_fit(undated(json.loads(p.read_text())),
-                                 undated(json.loads((PACKAGE_DIR / p.name).read_text())))]
+                 or not same_fit(undated(load_predictor(p)),
+                                 undated(load_predictor(PACKAGE_DIR / p.name)))]
     for name in stale:
         print(f"{name}: differs from what the data gives; run python -m analysis.predictors "
               "build", file=sys.stderr)
