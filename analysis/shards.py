@@ -25,9 +25,9 @@ from harness.document import (
     UnrecordedCell,
     boot_of,
     cell_axes,
+    cell_params,
     cells_log_line,
-    read_cells,
-    run_document,
+    read_run,
 )
 from harness.schema import (
     DOCUMENT_KEY,
@@ -141,12 +141,7 @@ def raw_schema_versions(path: Path) -> set[Any]:
 
 
 def _read_document(path: Path) -> Shard:
-    data = read_json(path, MergeError)
-    if not isinstance(data, dict) or "benchmarks" not in data:
-        read_cells(path)  # what is no result at all is refused in the reader's words
-        raise MergeError(f"{path}: not the JSON of `pytest benchmarks/ --benchmark-json` "
-                         "(a single result or a list of them)")
-    doc = run_document(data, str(path))
+    doc = read_run(path, MergeError)
     meta, info = doc.coldstart, doc.machine_info
     written = (stamp_epoch(meta.written_at) or stamp_epoch(doc.datetime)
                or path.stat().st_mtime)
@@ -243,8 +238,7 @@ def _read_cells_log(path: Path) -> Shard:
         except SchemaError as exc:
             raise MergeError(str(exc)) from exc
         result, rounds = line.result, line.rounds
-        params = line.params if line.params is not None else \
-            {**{a: getattr(result, a) for a in CELL_AXES}, **result.axes}
+        params = line.params if line.params is not None else cell_params(result)
         cid = line.cell or cell_id(params)
         checks = line.checks_failed
         info = line.machine_info

@@ -14,27 +14,12 @@ from pathlib import Path
 
 from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
 from coldstart.cli import InputError, progress_name, run_program
-from harness.document import RunDocument, read_cells, run_document
+from harness.document import read_run
 from harness.schema import (
     DOCUMENT_KEY,
     NOT_APPLICABLE_PREFIX,
     PHASE_NAMES,
-    SchemaError,
-    cell_id,
-    read_json,
 )
-
-
-def read_document(path: Path) -> RunDocument:
-    """The benchmark document at ``path``, or SchemaError naming what the file is instead:
-    a list of results or a single BootResult read as results elsewhere, but only pytest's
-    document says which cells were run and on what machine."""
-    data = read_json(path)
-    if isinstance(data, dict) and "benchmarks" in data:
-        return run_document(data, str(path))
-    read_cells(path)  # a file that is no result either is refused in the reader's words
-    kind = "a list of results" if isinstance(data, list) else "a single BootResult"
-    raise SchemaError(f"{path}: {kind}, not the JSON of `pytest benchmarks/ --benchmark-json`")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,14 +33,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     prog = progress_name(args, "benchmarks.check")
-    doc = read_document(args.json)
-    results = doc.results()
+    doc = read_run(args.json)
     try:
         expected = select(args.matrix, **{a: split_values(getattr(args, a), AXIS_OPTIONS[a])
                                           for a in AXES})
     except ValueError as exc:  # an unknown matrix, an axis value that is none
         raise InputError(str(exc)) from None
-    by_cell = {cell_id({**{a: getattr(r, a) for a in AXES}, **r.axes}): r for r in results}
+    by_cell = {c.id: c.headline for c in doc.cells()}
     problems = []
     for cell in expected:
         r = by_cell.get(cell.id)

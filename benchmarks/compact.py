@@ -15,9 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.check import read_document
 from coldstart.cli import UsageError, run_program
-from harness.document import RunDocument, write_run
+from harness.document import RunDocument, read_run, write_run
 from harness.schema import (  # noqa: F401  (measured_walls, wall_stats: read from here too)
     DOCUMENT_KEY,
     STATS_TIMER,
@@ -121,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None or len(args.json) != 1:
         raise UsageError("give one document and -o OUT (or --upgrade FILE...)")
     args.json = args.json[0]
-    doc = compact(_as_json(read_document(args.json)), keep_events=args.keep_events)
+    doc = compact(_as_json(read_run(args.json)), keep_events=args.keep_events)
     write_run(doc, args.out, indent=1)
     print(f"{args.json} ({args.json.stat().st_size:,} B) -> {args.out} ({args.out.stat().st_size:,} B)")
     return 0
@@ -129,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _upgrade_files(paths: list[Path]) -> int:
     for path in paths:
-        doc = upgrade(_as_json(read_document(path)))
+        doc = upgrade(_as_json(read_run(path)))
         write_run(doc, path, indent=1)
         print(f"upgraded {path}")
     return 0

@@ -45,8 +45,8 @@ from benchmarks._rounds import (
 )
 from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
 from coldstart.cli import UserError, parser_for, run_program
-from harness.document import read_results, write_run
-from harness.schema import PHASE_NAMES, BootResult, SchemaError, read_json
+from harness.document import RunDocument, read_cells, write_run
+from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
 TOTAL = "total"
 # compare's statuses as the plot marks them: (marker, filled, colour)
@@ -72,10 +72,9 @@ class Step:
         return [c for c in self.changes if c.status in ("regression", "improvement")]
 
 
-def release_label(path: Path, doc: dict[str, Any], boots: list[BootResult]) -> str:
-    meta = doc.get("coldstart") or {}
-    if isinstance(meta, dict) and meta.get("release"):
-        return str(meta["release"]).split("==")[-1]
+def release_label(path: Path, doc: RunDocument | None, boots: list[BootResult]) -> str:
+    if doc is not None and doc.coldstart.release:
+        return doc.coldstart.release.split("==")[-1]
     versions = sorted({b.vllm_version for b in boots if b.vllm_version})
     return versions[0] if len(versions) == 1 else path.stem
 
@@ -84,9 +83,9 @@ def load_runs(paths: list[Path]) -> list[tuple[str, list[BootResult]]]:
     """(release, every round) per document, oldest release first."""
     runs = []
     for path in paths:
-        doc = read_json(path)
-        boots = read_results(path, all_rounds=True)
-        runs.append((release_label(path, doc if isinstance(doc, dict) else {}, boots), boots))
+        doc, cells = read_cells(path)
+        boots = doc.results(all_rounds=True) if doc is not None else [c.headline for c in cells]
+        runs.append((release_label(path, doc, boots), boots))
     try:
         runs.sort(key=lambda run: Version(run[0]))
     except Exception:  # a label that is no version (a file stem): keep the order given

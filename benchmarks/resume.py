@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from benchmarks.check import read_document
 from benchmarks.matrix import AXES, cell_from_params
 from benchmarks.provenance import machine_facts
+from harness.document import read_run
 from harness.schema import DOCUMENT_KEY, SchemaError, gpu_models
 
 __all__ = ["RESUME_MUST_MATCH", "resume_facts", "resumable_entries"]
@@ -37,7 +37,7 @@ def resumable_entries(path: Path, *, rounds: int, any_machine: bool) -> dict[str
     every check passed, by cell id; refused (one line) for another ``--rounds`` or, unless
     ``any_machine``, another machine or vLLM."""
     try:
-        doc = read_document(path)
+        doc = read_run(path)
     except SchemaError as exc:
         raise pytest.UsageError(f"--resume {exc}") from None
     # A cell's rounds are part of its result: one boot does not stand in for a median of three.

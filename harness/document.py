@@ -33,8 +33,9 @@ from harness.schema import (
     validation_summary,
 )
 
-__all__ = ["CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell", "RunDocument", "RunMeta",
-           "UnrecordedCell", "boot_of", "cell_axes", "check_version", "headline_round",
+__all__ = ["CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell",
+           "RunDocument", "RunMeta", "UnrecordedCell", "boot_of", "cell_axes", "cell_params",
+           "check_version", "headline_round",
            "read_cells", "read_results", "read_run", "run_document", "write_run"]
 
 # The five axes every cell has, in the order its id names them; a matrix file's own axes
@@ -51,7 +52,8 @@ class CellInfo(BootResult):
     rounds: list[BootResult] = Field(default_factory=list)
     checks_failed: list[str] = Field(default_factory=list)
     # benchmarks/test_cold_start.py: the storage's own read speed under the weights
-    # ({"gbps", "file", "bytes", ...}), None where it was not measured.
+    # (harness.pagecache.sequential_read_gbps: {"bytes", "gbps", "gbps_each"}), None where
+    # it was not measured.
     storage_floor: dict[str, Any] | None = None
     # analysis.merge: the commit of the shard the cell came from, where shards disagree.
     commit_info: dict[str, Any] | None = None
@@ -105,6 +107,11 @@ class RunMeta(BaseModel):
     # analysis.merge: the shards a merged document was made of; its cells each carry their
     # machine's machine_info.
     merged_from: list[Any] | None = None
+    # gate and history (benchmarks._rounds.merge_side): the release's probe targets it
+    # lacks, how the two releases' boots were interleaved, and (gate) which side this is.
+    probe_targets_missing: list[str] | None = None
+    interleaved: dict[str, Any] | None = None
+    gate: dict[str, Any] | None = None
     unrecorded: list[UnrecordedCell] = Field(default_factory=list)
 
 
@@ -221,6 +228,12 @@ def boot_of(fields: BootResult) -> BootResult:
     return BootResult.model_validate(fields.model_dump(include=set(BootResult.model_fields)))
 
 
+def cell_params(result: BootResult) -> dict[str, Any]:
+    """The test parameters of the cell ``result`` is a round of, as the benchmarks give them
+    to pytest: the five axes, then the matrix file's own."""
+    return {**{a: getattr(result, a) for a in CELL_AXES}, **result.axes}
+
+
 def cell_axes(result: BootResult, params: dict[str, Any] | None = None) -> dict[str, str]:
     """The axes of the cell ``result`` is a round of: the five it has, then the matrix
     file's own (engine arguments, ...), as its test id names them."""
@@ -322,9 +335,35 @@ def run_document(data: Any, where: str) -> RunDocument:
     return doc
 
 
-def read_run(path: str | Path) -> RunDocument:
-    """A result document, typed; one SchemaError line naming the file and what is wrong."""
-    return run_document(read_json(path), str(Path(path)))
+def read_run(path: str | Path, error: type[SchemaError] = SchemaError) -> RunDocument:
+    """A run (the JSON of ``pytest benchmarks/ --benchmark-json``), typed; one ``error`` line
+    naming the file and what is wrong. A BootResult JSON or a list of them, which
+    ``read_cells`` reads as results, is refused here, saying so: only a run says which cells
+    were run and on what machine."""
+    p = Path(path)
+    data = read_json(p, error)
+    if isinstance(data, dict) and "benchmarks" in data:
+        try:
+            return run_document(data, str(p))
+        except SchemaError as exc:
+            raise error(str(exc)) from None
+    boots = _boots_of(data, p)
+    if boots is None:
+        return run_document(data, str(p))  # refused in the reader's words
+    kind = "a list of results" if isinstance(data, list) else "a single BootResult"
+    raise error(f"{p}: {kind}, not the JSON of `pytest benchmarks/ --benchmark-json`")
+
+
+def _boots_of(data: Any, p: Path) -> list[BootResult] | None:
+    """A BootResult JSON or a list of them (``python -m harness``, the log reader), typed;
+    None for anything else."""
+    single = isinstance(data, dict) and "benchmarks" not in data and "state" in data \
+        and "phases" in data
+    if not (single or isinstance(data, list)):
+        return None
+    return [_typed(BootResult, _rounds_known(d) if isinstance(d, dict) else d,
+                   str(p) if single else f"{p}[{i}]", "a BootResult")
+            for i, d in enumerate([data] if single else data)]
 
 
 def read_cells(path: str | Path) -> tuple[RunDocument | None, list[RunCell]]:
@@ -332,13 +371,10 @@ def read_cells(path: str | Path) -> tuple[RunDocument | None, list[RunCell]]:
     the log reader) reads as one cell per boot, with no document (None)."""
     p = Path(path)
     data = read_json(p)
-    single = isinstance(data, dict) and "benchmarks" not in data and "state" in data \
-        and "phases" in data
-    if single or isinstance(data, list):
+    boots = _boots_of(data, p)
+    if boots is not None:
         cells = []
-        for i, d in enumerate([data] if single else data):
-            r = _typed(BootResult, _rounds_known(d) if isinstance(d, dict) else d,
-                       str(p) if single else f"{p}[{i}]", "a BootResult")
+        for r in boots:
             axes = cell_axes(r)
             cells.append(RunCell(cell_id(axes) or r.model, axes, r, [r]))
         return None, cells
