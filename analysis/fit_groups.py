@@ -91,7 +91,7 @@ def _phase_notes(phase: str, model: PhaseModel, rows: list[Row]) -> list[str]:
     for r in kept:
         x = None if model.feature is None else feature_value(r.features, model.feature)
         resid[r.model] = target_value(r, phase) - float(
-            np.asarray(model.coefficients) @ model._row(x))
+            np.asarray(model.coefficients) @ model.row(x))
     for trait in TRAIT_KINDS:
         members = [r.model for r in kept if trait in r.features.trait_kinds()]
         others = [n for n in resid if n not in members]
@@ -123,7 +123,7 @@ def _split_pcc(phase: str, subs: list[str], models: dict[str, PhaseModel],
             x = None if m.feature is None else feature_value(r.features, m.feature)
             if m.feature is not None and x is None:
                 break
-            total += float(np.asarray(m.coefficients) @ m._row(x))
+            total += float(np.asarray(m.coefficients) @ m.row(x))
         else:
             names.append(r.model)
             fitted.append(total)

@@ -58,9 +58,6 @@ from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs
 __all__ = ["CELL_AXES", "CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "main",
            "merge", "raw_schema_versions", "read_shard", "stamp_epoch"]
 
-# Its name before analysis.shards made it public; kept while a caller may still use it.
-_epoch = stamp_epoch
-
 
 def _identity(cell: ShardCell) -> dict[str, Any]:
     platform = (cell.record["extra_info"] if cell.recorded else cell.record).get("platform")

@@ -81,7 +81,8 @@ class PhaseModel(BaseModel):
     feature_range: list[float] = Field(default_factory=list)  # [min, max] in base units
     note: str = ""
 
-    def _row(self, x: float | None) -> np.ndarray:
+    def row(self, x: float | None) -> np.ndarray:
+        """The design row of feature value ``x`` (base units): [1] or [1, x / feature_scale]."""
         if self.feature is None:
             return np.array([1.0])
         if x is None:
@@ -97,7 +98,7 @@ class PhaseModel(BaseModel):
         """
         if self.status == "not_applicable":
             return Prediction(0.0, 0.0, 0.0, 0.0, math.inf, False)
-        row = self._row(x)
+        row = self.row(x)
         beta = np.asarray(self.coefficients)
         cov = np.asarray(self.covariance)
         mean = float(row @ beta)

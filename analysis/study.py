@@ -54,9 +54,8 @@ from harness.schema import (
     SchemaError,
     benchmark_entry,
     new_document,
-    read_json,
 )
-from harness.study import STUDY_PHASE_MAP
+from harness.study import STUDY_PHASE_MAP, is_study_file, load_comparison
 
 __all__ = [
     "STUDY_HOLDOUT",
@@ -148,11 +147,6 @@ def study_model_name(label: str) -> str:
     """``output_model_gpt-oss-20b_cuda-graph-sizes_1_2.txt`` -> ``gpt-oss-20b``."""
     m = _LABEL.match(Path(label).name)
     return m.group("name") if m else Path(label).stem
-
-
-def is_study_file(data: Any) -> bool:
-    return (isinstance(data, dict) and isinstance(data.get("labels"), list)
-            and isinstance(data.get("data"), dict))
 
 
 class StudyData(NamedTuple):
@@ -272,13 +266,6 @@ def _records(path: Path, content: dict[str, Any], facts: dict[str, _LogFacts]) -
     return out
 
 
-def _load_comparison(path: Path) -> dict[str, Any]:
-    content = read_json(path)
-    if not is_study_file(content):
-        raise SchemaError(f"{path}: not a study comparison_results.json (no labels / data)")
-    return content
-
-
 def _find_models_config(start: Path) -> Path | None:
     for folder in [start, *start.parents]:
         candidate = folder / "models_config.json"
@@ -314,7 +301,7 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None,
     p = Path(path).resolve()
     if p.is_dir():
         p = p / "avg_comparison_results.json"
-    content = _load_comparison(p)
+    content = load_comparison(p)
     folder = p.parent
     own = {name: _log_facts(log) for name, log in _find_logs(folder).items()}
     facts = dict(own)
@@ -331,7 +318,7 @@ def read_study(path: str | Path, *, models_config: str | Path | None = None,
 
     rounds: dict[str, list[BootResult]] = {}
     for it in sorted(folder.glob("iterations/*/comparison_results.json")):
-        for r in _records(it, _load_comparison(it), own):
+        for r in _records(it, load_comparison(it), own):
             rounds.setdefault(r.model, []).append(r)
 
     cfg_path = Path(models_config) if models_config else _find_models_config(folder)

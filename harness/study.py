@@ -15,13 +15,12 @@ from this suite's choices (sum of repeats; first occurrences) on logs with spawn
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.schema import BootResult
+from harness.schema import BootResult, SchemaError, read_json
 
 __all__ = ["StudyColumn", "STUDY_PHASE_MAP", "STUDY_COLUMNS", "study_phases",
            "read_reference", "Agreement", "agreement"]
@@ -177,9 +176,23 @@ def study_phases(result: BootResult) -> dict[str, float | None]:
 
 
 # ---------------------------------------------------------------- the published numbers
+def is_study_file(data: Any) -> bool:
+    return (isinstance(data, dict) and isinstance(data.get("labels"), list)
+            and isinstance(data.get("data"), dict))
+
+
+def load_comparison(path: str | Path) -> dict[str, Any]:
+    """A ``comparison_results.json`` of the study (``{"labels": [...], "data": {column:
+    [...]}}``), or one SchemaError line saying the file is not one: the one reader of it."""
+    content = read_json(path)
+    if not is_study_file(content):
+        raise SchemaError(f"{path}: not a study comparison_results.json (no labels / data)")
+    return content
+
+
 def read_reference(path: str | Path) -> dict[str, dict[str, float | None]]:
     """The study's ``comparison_results.json`` as ``{log file name: {column: value}}``."""
-    data = json.loads(Path(path).read_text())
+    data = load_comparison(path)
     labels: list[str] = data["labels"]
     return {label: {col: values[i] for col, values in data["data"].items()}
             for i, label in enumerate(labels)}

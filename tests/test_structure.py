@@ -11,7 +11,7 @@ from scipy.sparse import csr_array
 from scipy.sparse.csgraph import connected_components
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("coldstart", "harness", "analysis", "fixtures", "benchmarks")
+PACKAGES = ("coldstart", "harness", "analysis", "fixtures", "benchmarks", "deploy")
 MAX_LINES = 450
 
 
