@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from analysis.feature_model import ModelFeatures
 from analysis.model_folder import boot_features
 from analysis.storage import row_load_bandwidth
-from harness.document import RunCell, RunDocument, boot_of, read_cells
+from harness.document import RunCell, RunDocument, boot_of, read_cells, recorded_facts
 from harness.schema import PHASE_NAMES, BootResult, gpu_models
 
 __all__ = ["CONFIG_FIELDS", "MERGED_KEY", "Row", "Dataset", "build_dataset", "cell_identities",
@@ -75,8 +75,7 @@ def machine_identity(doc: RunDocument | None, boots: list[BootResult]) -> dict[s
 def info_identity(info: Any, platforms: list[str]) -> dict[str, Any]:
     """``machine_identity`` of one ``machine_info`` object and the platforms its boots ran."""
     info = info if isinstance(info, dict) else {}
-    ours = info.get("coldstart") or {}
-    ours = ours if isinstance(ours, dict) else {}
+    ours = recorded_facts(info)
     brand, count = _cpu(info)
     gpus = gpu_models(ours.get("gpus"))
     return {"cpu": brand or ours.get("cpu_model"),

@@ -15,7 +15,7 @@ from typing import Any
 import jinja2
 
 from analysis.report_cells import RunCell
-from harness.document import RunDocument
+from harness.document import RunDocument, recorded_facts
 
 __all__ = ["CSP", "command_facts", "machine_rows", "number_text", "render_page"]
 
@@ -56,7 +56,7 @@ def _flatten(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def machine_rows(doc: RunDocument | None, cells: list[RunCell]) -> list[tuple[str, Any]]:
     """(what, value) of the machine, the versions and the commit a run recorded."""
     info = doc.machine_info if doc is not None else {}
-    rows = list(_flatten(info.get("coldstart") or {}))
+    rows = list(_flatten(recorded_facts(info)))
     rows += [(k, info[k]) for k in ("node", "processor", "machine", "python_version", "system",
                                     "release") if k in info]
     if not rows:  # a single BootResult: its own versions

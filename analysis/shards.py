@@ -28,6 +28,7 @@ from harness.document import (
     cell_params,
     cells_log_line,
     read_run,
+    recorded_facts,
 )
 from harness.schema import (
     DOCUMENT_KEY,
@@ -242,7 +243,7 @@ def _read_cells_log(path: Path) -> Shard:
         cid = line.cell or cell_id(params)
         checks = line.checks_failed
         info = line.machine_info
-        host = host or (info.get(DOCUMENT_KEY) or {}).get("host")
+        host = host or recorded_facts(info).get("host")
         if line.matrix is not None:
             matrices.add(line.matrix)
         if line.matrix_cells is not None and line.matrix_cells not in fingerprints:

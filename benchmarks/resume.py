@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks.matrix import AXES, cell_from_params
 from benchmarks.provenance import machine_facts
-from harness.document import read_run
+from harness.document import read_run, recorded_facts
 from harness.schema import DOCUMENT_KEY, SchemaError, gpu_models
 
 __all__ = ["RESUME_MUST_MATCH", "resume_facts", "resumable_entries"]
@@ -26,8 +26,7 @@ def resume_facts(machine_info: Any) -> dict[str, Any]:
     The GPUs are compared by model (``harness.schema.gpu_models``, as analysis.dataset does):
     how many were visible does not change how one boots, another model does.
     """
-    facts = machine_info.get(DOCUMENT_KEY) if isinstance(machine_info, dict) else None
-    facts = facts if isinstance(facts, dict) else {}
+    facts = recorded_facts(machine_info)
     models = gpu_models(facts.get("gpus"))
     return {k: models if k == "gpu_models" else facts.get(k) for k in RESUME_MUST_MATCH}
 

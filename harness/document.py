@@ -35,7 +35,7 @@ from harness.schema import (
 
 __all__ = ["CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell",
            "RunDocument", "RunMeta", "UnrecordedCell", "boot_of", "cell_axes", "cell_params",
-           "check_version", "headline_round",
+           "check_version", "headline_round", "recorded_facts",
            "read_cells", "read_results", "read_run", "run_document", "write_run"]
 
 # The five axes every cell has, in the order its id names them; a matrix file's own axes
@@ -154,8 +154,14 @@ class RunDocument(BaseModel):
     @property
     def machine_facts(self) -> dict[str, Any]:
         """Our machine facts (``machine_info.coldstart``: CPU, GPUs, vLLM, ...)."""
-        facts = self.machine_info.get(DOCUMENT_KEY)
-        return facts if isinstance(facts, dict) else {}
+        return recorded_facts(self.machine_info)
+
+
+def recorded_facts(machine_info: Any) -> dict[str, Any]:
+    """Our facts in a ``machine_info`` (a run's, or a merged cell's: its shard's machine):
+    ``machine_info.coldstart`` (benchmarks/provenance.py); {} where there are none."""
+    facts = machine_info.get(DOCUMENT_KEY) if isinstance(machine_info, dict) else None
+    return facts if isinstance(facts, dict) else {}
 
 
 class CellsLogLine(BaseModel):
