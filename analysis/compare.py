@@ -84,7 +84,7 @@ from analysis.metrics import (
     median_of_rounds,
     metric_values,
 )
-from coldstart.cli import InputError, progress_name, run_program
+from coldstart.cli import InputError, check_output, progress_name, run_program
 from harness.document import RunDocument, read_cells
 from harness.schema import BootResult, SchemaError
 
@@ -293,6 +293,7 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.json, "--json")
     return compare_runs(args.base, args.new, threshold=args.threshold,
                         noise_floor_s=args.noise_floor_s, alpha=args.alpha, force=args.force,
                         strict=args.strict, allow_missing=args.allow_missing,

@@ -67,7 +67,7 @@ from analysis.model_folder import (
     from_model_dir,
 )
 from analysis.study_features import read_study_models_config, study_entry_features
-from coldstart.cli import run_program
+from coldstart.cli import check_output, run_program
 from harness.document import read_results
 
 __all__ = [
@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     """``python -m analysis.features RESULT.json ... -o features.json``: the features of every
     model in the result files, read from their model folders, as a file ``--features`` takes
     (so a fit can be repeated where the model folders are not)."""
+    check_output(args.out, "-o")
     out: dict[str, Any] = {}
     for path in args.results:
         for r in read_results(path):

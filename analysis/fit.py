@@ -87,7 +87,7 @@ from analysis.fit_targets import RESIDUAL
 from analysis.fit_validate import study_method_baseline
 from analysis.model import FitError
 from analysis.predictor_file import write_predictor
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, check_output, run_program
 from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult
 
 # The names this module held before it was split, importable from here as before.
@@ -210,6 +210,10 @@ def run(args: argparse.Namespace) -> int:
     if Path(args.out_dir).exists() and not Path(args.out_dir).is_dir():
         # Said before the fit, not after it (mkdir would raise FileExistsError there).
         raise InputError(f"--out-dir {args.out_dir}: is a file, not a folder")
+    for path, option in ((args.json, "--json"), (args.predictor, "--predictor")):
+        # a file in the out folder is fine: the folder is made for the fit
+        if path and Path(path).parent.resolve() != Path(args.out_dir).resolve():
+            check_output(path, option)
     forced = parse_forced(args.feature)
     outlier_alpha = None if args.no_outlier_screening else 0.05
     fitted = fit_inputs(args.results, study=args.study, study_logs=args.study_logs,

@@ -26,7 +26,7 @@ import os
 import sys
 from pathlib import Path
 
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, check_output, run_program
 from harness.document import write_run
 from harness.logs import read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document
@@ -90,8 +90,7 @@ def run(args: argparse.Namespace) -> int:
         why = _unreadable(path)
         if why is not None:
             raise InputError(f"{path}: {why}")
-    if not args.output.parent.is_dir():
-        raise InputError(f"{args.output}: no folder {args.output.parent} to write it in")
+    check_output(args.output, "-o")
     try:
         document = ingest(args.logs)
     except OSError as exc:

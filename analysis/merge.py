@@ -50,7 +50,7 @@ from analysis.shards import (
     read_shard,
     stamp_epoch,
 )
-from coldstart.cli import InputError, progress_name, run_program
+from coldstart.cli import check_output, progress_name, run_program
 from harness.document import write_run
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs
 
@@ -253,8 +253,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.out.exists() and args.out.is_dir():
-        raise InputError(f"-o {args.out}: is a folder")
+    check_output(args.out, "-o")
     paths = list(dict.fromkeys(args.inputs))  # a file named twice is read once
     doc = merge(paths, prefer_newest=args.prefer == "newest",
                 allow_mixed_versions=args.allow_mixed_versions,

@@ -51,7 +51,7 @@ from analysis.predictors import (
     shipped_names,
 )
 from analysis.storage import predicted_storage
-from coldstart.cli import InputError, UsageError, run_program
+from coldstart.cli import InputError, UsageError, check_output, run_program
 from harness.schema import validation_summary
 
 __all__ = ["predict_features", "split_phases", "choose_group",
@@ -248,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
                          f"{', '.join(shipped_names())})")
     if args.model is None:
         raise UsageError("the following arguments are required: model")
+    check_output(args.json, "--json")
     if not 0 < args.level < 1:
         raise InputError(f"--level {args.level}: must be between 0 and 1")
     if args.capture_sizes is not None and args.capture_sizes < 0:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis.report_cells import AXES, AXIS_ORDER, RESIDUAL, RunCell, axis_effects, load_run
@@ -52,7 +51,7 @@ from analysis.report_plots import (
     fig_timeline,
 )
 from analysis.report_run import render_run
-from coldstart.cli import InputError, progress_name, run_program
+from coldstart.cli import InputError, check_output, progress_name, run_program
 
 if TYPE_CHECKING:  # at run time, __getattr__ below imports them when asked for
     from analysis.fit_report import print_terminal, write_markdown
@@ -99,13 +98,13 @@ def run(args: argparse.Namespace) -> int:
             or args.threshold < 0 or args.noise_floor_s < 0 or not 0 < args.alpha < 1:
         raise InputError("--threshold and --noise-floor-s must be finite and >= 0, --alpha "
                          "in (0, 1)")
+    out = check_output(args.out or ("report.html" if len(args.json) == 1 else "compare.html"),
+                       "-o")
     if len(args.json) == 1:
-        out = Path(args.out or "report.html")
         print(f"{prog}: drawing {args.json[0]}", file=sys.stderr)
         text = render_run(args.json[0])
         summary = ""
     else:
-        out = Path(args.out or "compare.html")
         print(f"{prog}: comparing {args.json[0]} and {args.json[1]}", file=sys.stderr)
         text, code = render_comparison(
             args.json[0], args.json[1], threshold=args.threshold, floor_s=args.noise_floor_s,

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 from analysis.errors import FeatureError
 from analysis.feature_model import ModelFeatures
 from analysis.study_features import study_entry_features
-from coldstart.cli import run_program
+from coldstart.cli import check_output, run_program
 from harness.document import write_run
 from harness.logs import read_log
 from harness.schema import (
@@ -375,6 +375,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.output, "-o")
+    check_output(args.features_out, "--features-out")
     study = read_study(args.source, models_config=args.models_config, logs=args.logs)
     write_run(study_document(study), args.output)
     if args.features_out:

@@ -29,7 +29,7 @@ from analysis.features import boot_features
 from analysis.predict import choose_group
 from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictors import describe_calibration, resolve_fit
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, check_output, run_program
 
 __all__ = ["this_machine", "reference_models", "run_calibration", "main"]
 
@@ -162,6 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.out, "-o")  # before the boots, not after them
     path, _ = resolve_fit(args.fit)
     doc = load_predictor(path)
     group = choose_group(doc, {f: getattr(args, f) for f in CONFIG_FIELDS})

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from coldstart.cli import UsageError, run_program
+from coldstart.cli import UsageError, check_output, run_program
 from harness.document import RunDocument, read_run, write_run
 from harness.schema import (  # noqa: F401  (measured_walls, wall_stats: read from here too)
     DOCUMENT_KEY,
@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
         return _upgrade_files(args.json)
     if args.out is None or len(args.json) != 1:
         raise UsageError("give one document and -o OUT (or --upgrade FILE...)")
+    check_output(args.out, "-o")
     args.json = args.json[0]
     doc = compact(_as_json(read_run(args.json)), keep_events=args.keep_events)
     write_run(doc, args.out, indent=1)

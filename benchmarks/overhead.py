@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, check_output, run_program
 from harness.__main__ import resolve_model
 from harness.boot import BootError, BootSpec, run_boot
 
@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.pairs < 1:
         raise InputError("--pairs must be >= 1")
+    check_output(args.out, "--out")  # before the boots, not after them
     try:
         name, path = resolve_model(args.model)
     except BootError as exc:  # neither a model folder nor a fixture

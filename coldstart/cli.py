@@ -11,15 +11,17 @@ standard library and ``coldstart`` are imported here, so every package may impor
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import NoReturn
 
 from coldstart import program_name
 
 __all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS", "ArgumentParser",
            "error_line", "report_error", "run_cli", "closed_output", "CLOSED_OUTPUT_EXIT",
-           "parser_for", "parse_and_run", "progress_name", "run_program"]
+           "parser_for", "parse_and_run", "progress_name", "run_program", "check_output"]
 
 
 class UserError(Exception):
@@ -48,6 +50,23 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise InputError(f"{message} (see {self.prog} --help)")
+
+
+def check_output(path: str | Path | None, option: str) -> Path | None:
+    """``path`` where a program will write its result, checked before the work that makes it
+    (a boot, a fit, a calibration): an output that cannot be written is said now, in one
+    line, not after the minutes it took. None stays None (the option was not given)."""
+    if path is None:
+        return None
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{option} {path}: is a folder, not a file")
+    folder = path.parent
+    if not folder.is_dir():
+        raise InputError(f"{option} {path}: folder {folder} does not exist")
+    if not os.access(path if path.exists() else folder, os.W_OK):
+        raise InputError(f"{option} {path}: not writable")
+    return path
 
 
 def error_line(prog: str, exc: BaseException) -> str:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coldstart.cli import run_program
+from coldstart.cli import check_output, run_program
 
 # name -> (module, model, what it is); imported only when asked, so this runs without vLLM.
 DOCUMENTS: dict[str, tuple[str, str, str]] = {
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
         for name, (module, model, what) in DOCUMENTS.items():
             print(f"{name:16} {module}.{model}: {what}")
         return 0
+    check_output(args.out, "-o")
     text = json.dumps(json_schema(args.name), indent=2) + "\n"
     if args.out:
         args.out.write_text(text)

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from coldstart.cli import InputError, run_program
+from coldstart.cli import InputError, check_output, run_program
 from harness.boot import BootError, BootSpec, run_boot
 from harness.schema import (
     COMPILE_CACHE_MODES,
@@ -114,10 +113,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{time.strftime('%H:%M:%S')} {msg}", file=sys.stderr, flush=True)
 
     # Checked before the boot, not after it: a result is never lost to a bad --out.
-    if not args.out.parent.is_dir():
-        raise InputError(f"--out {args.out}: folder {args.out.parent} does not exist")
-    if not os.access(args.out if args.out.exists() else args.out.parent, os.W_OK):
-        raise InputError(f"--out {args.out}: not writable")
+    check_output(args.out, "--out")
     if args.answer_reference is not None and not (args.answer_reference / "config.json").is_file():
         raise InputError(f"--answer-reference {args.answer_reference}: not a model folder")
     try:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coldstart.cli import run_program
+from coldstart.cli import check_output, run_program
 from harness.document import read_cells
 from harness.schema import (
     PHASE_NAMES,
@@ -281,6 +281,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.out, "-o")
     title, result = find_boot(args.json, args.cell)
     if not result.events:
         raise SchemaError(f"{args.json}: {title}: the result holds no events (a compacted "

