@@ -157,7 +157,7 @@ def test_bad_files_exit_2(tmp_path: Path, capsys) -> None:
                         ([str(base)], "the following arguments are required: new"),
                         ([str(base), str(base), "--alpha", "x"], "invalid float value: 'x'"),
                         ([str(base), str(base), "--json", str(tmp_path / "no" / "c.json")],
-                         "No such file or directory")):
+                         f"folder {tmp_path / 'no'} does not exist")):
         assert run_cli("analysis.compare", compare_main, argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and err.startswith("analysis.compare: error: ")
