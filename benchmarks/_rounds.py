@@ -191,14 +191,17 @@ def _slot_state(doc: RunDocument, cell: Cell) -> str:
     return "no result"
 
 
+RanSlot = tuple[Slot, RunDocument, dict[str, Any]]
+
+
 def run_slots(slots: Sequence[Slot], releases: Sequence[Release], run_slot: SlotRunner,
               slot_dir: Path, rounds: int, *, progress: Callable[[str], None],
-              clock: Callable[[], float] = time.monotonic
-              ) -> tuple[list[tuple[Slot, dict[str, Any], dict[str, Any]]], bool]:
-    """Run every slot in order. Returns ``[(slot, document, record)]`` for the slots that ran
-    and whether the run was stopped (Ctrl-C, SIGTERM): the caller still writes what ran."""
+              clock: Callable[[], float] = time.monotonic) -> tuple[list[RanSlot], bool]:
+    """Run every slot in order. Returns ``[(slot, typed document, record)]`` for the slots
+    that ran and whether the run was stopped (Ctrl-C, SIGTERM): the caller still writes what
+    ran. A slot's JSON is typed here, once (``slot_document``)."""
     slot_dir.mkdir(parents=True, exist_ok=True)
-    out: list[tuple[Slot, dict[str, Any], dict[str, Any]]] = []
+    out: list[RanSlot] = []
     done_s: dict[int, float] = {}
     for slot in slots:
         left = estimate_left(slots, done_s, slot.index)
@@ -210,14 +213,14 @@ def run_slots(slots: Sequence[Slot], releases: Sequence[Release], run_slot: Slot
         started_at = time.strftime("%Y-%m-%dT%H:%M:%S")
         t0 = clock()
         try:
-            doc = run_slot(slot, slot_dir / f"{name}.json")
+            doc = slot_document(run_slot(slot, slot_dir / f"{name}.json"), slot)
         except KeyboardInterrupt:
             progress(f"stopped during slot {slot.index + 1}; writing the {len(out)} slots "
                      "that finished")
             return out, True
         done_s[slot.index] = clock() - t0
         progress(f"      {releases[slot.side]} round {slot.round}: "
-                 f"{_slot_state(slot_document(doc, slot), slot.cell)}"
+                 f"{_slot_state(doc, slot.cell)}"
                  f" ({done_s[slot.index]:.0f} s with pytest)")
         out.append((slot, doc, {"slot": slot.index + 1, "cell": slot.cell.id,
                                 "round": slot.round, "file": f"{name}.json",
@@ -264,7 +267,7 @@ def apply_log_fallback(boot: BootResult, missing: Sequence[WrapTarget]) -> BootR
     return b
 
 
-def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], release: Release, *,
+def merge_side(ran: Sequence[RanSlot], release: Release, *,
                matrix: str, rounds: int, missing_targets: Sequence[WrapTarget] = (),
                extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
     """One pytest-benchmark document for one release from the documents of its slots.
@@ -273,12 +276,12 @@ def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], relea
     never the slots' own stats: a slot document written before those agreed timed the whole
     boot call, seconds more.
     """
-    first: dict[str, Any] = next((d for _, d, _ in ran if d.get("machine_info")), {})
+    first = next((d for _, d, _ in ran if d.machine_info), RunDocument())
     per_cell: dict[str, dict[str, Any]] = {}
     for slot, doc, _record in ran:
         acc = per_cell.setdefault(slot.cell.id, {"cell": slot.cell, "rounds": [],
                                                  "checks": [], "entry": None, "floor": None})
-        cells = [c for c in slot_document(doc, slot).cells() if c.id == slot.cell.id]
+        cells = [c for c in doc.cells() if c.id == slot.cell.id]
         recorded = next((c for c in cells if c.recorded), None)
         for c in [recorded] if recorded is not None else cells:
             if c.entry is not None:
@@ -316,11 +319,11 @@ def merge_side(ran: Sequence[tuple[Slot, dict[str, Any], dict[str, Any]]], relea
             "probe_targets_missing": [f"{t.module}:{t.attr} ({t.event})" for t in missing_targets],
             "interleaved": {"order": ORDER_NOTE, "slots": [rec for _, _, rec in ran]}}
     meta.update(extra_meta or {})
-    return name_runs({"machine_info": first.get("machine_info", {}),
-                      "commit_info": first.get("commit_info", {}),
+    return name_runs({"machine_info": first.machine_info,
+                      "commit_info": first.commit_info,
                       "benchmarks": entries,
-                      "datetime": first.get("datetime"),
-                      "version": first.get("version"),
+                      "datetime": first.datetime,
+                      "version": first.version,
                       DOCUMENT_KEY: meta})
 
 

