@@ -15,8 +15,10 @@ the boots' median load bandwidth (``analysis.storage``): the storage is a featur
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 from typing import Any, NamedTuple
 
+from analysis.errors import FeatureError
 from analysis.feature_model import ModelFeatures
 from analysis.model_folder import boot_features
 from analysis.storage import row_load_bandwidth
@@ -180,12 +182,23 @@ def _median(values: list[float]) -> float | None:
 
 
 def _features_for(r: BootResult, known: dict[str, ModelFeatures],
-                  cache: dict[tuple[Any, ...], ModelFeatures]) -> ModelFeatures:
+                  cache: dict[tuple[Any, ...], ModelFeatures],
+                  inputs: list[str]) -> ModelFeatures:
     if r.model in known:
         return known[r.model]
     key = (r.model, r.model_path, r.platform, r.vllm_version,
            r.evidence.compile_cache_dir)
     if key not in cache:
+        if r.model_path and not Path(r.model_path).exists():
+            # A run made on another machine (a committed one, a merged shard): its folders
+            # are not here, but a features file written where they were may be.
+            beside = [str(f) for f in (Path(i).with_suffix(".features.json") for i in inputs)
+                      if f.is_file()]
+            raise FeatureError(
+                f"model {r.model}: its folder {r.model_path} is not on this machine; give "
+                + (f"--features {beside[0]} (written beside the run)" if beside else
+                   "--features FILE, written by `coldstart features RUN -o FILE` where the "
+                   "folders are"))
         cache[key] = boot_features(r)
     return cache[key]
 
@@ -210,7 +223,7 @@ def build_dataset(results: list[BootResult], features: dict[str, ModelFeatures],
                      for s in subnames}
         wall = _median([b.wall_s for b in boots if b.wall_s is not None])
         rows.append(Row(model, key, phases, {k: v for k, v in subphases.items() if v is not None},
-                        wall, row_load_bandwidth(boots, _features_for(boots[0], features, cache)),
+                        wall, row_load_bandwidth(boots, _features_for(boots[0], features, cache, inputs)),
                         len(boots)))
     return Dataset(rows, not_measured, inputs)
 

@@ -67,8 +67,10 @@ def read_features_json(path: str | Path) -> dict[str, ModelFeatures]:
 def load_features(target: str | Path, *, platform: str | None = None,
                   vllm_version: str | None = None, capture_sizes: int | None = None,
                   compile_cache_dir: str | Path | None = None,
-                  model: str | None = None) -> ModelFeatures:
-    """Features of a model folder, an HF ``config.json`` or a features JSON file.
+                  model: str | None = None, revision: str | None = None) -> ModelFeatures:
+    """Features of a model folder, an HF ``config.json``, a features JSON file or a hub id
+    (``ORG/NAME`` at ``revision``: its config, safetensors headers and file sizes, fetched
+    without the weights; ``analysis.hub_model``).
 
     The keyword arguments are those of ``from_model_dir``; for a features file they override
     what the file says (the capture sizes, the compiled-graph size from a cache folder).
@@ -79,8 +81,15 @@ def load_features(target: str | Path, *, platform: str | None = None,
               "model": model}
     if p.is_dir():
         return from_model_dir(p, **kwargs)
+    if not p.exists():
+        from analysis.hub_model import from_hub, is_hub_id
+
+        if is_hub_id(target):
+            return from_hub(str(target), revision=revision, **kwargs)
+        raise FeatureError(f"{p}: no such model folder or file (a hub id is ORG/NAME; a "
+                           "fixture's folder is printed by `coldstart fixtures path NAME`)")
     if not p.is_file():
-        raise FeatureError(f"{p}: no such model folder or file")
+        raise FeatureError(f"{p}: not a model folder, file or hub id")
     cfg = read_json(p, FeatureError)
     # A features file maps model names to objects; a Hugging Face config says what it is by
     # any of these (MPT's says "n_layers", ChatGLM's "num_layers", some only "model_type").

@@ -101,9 +101,11 @@ __all__ = [
 ]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = run.__doc__
-    parser.add_argument("results", nargs="+")
-    parser.add_argument("-o", "--out", required=True)
+    parser.description = ("The features of every model in the result files, read from their "
+                          "model folders, as a file fit's --features takes: a fit can then be "
+                          "repeated where the model folders are not.")
+    parser.add_argument("results", nargs="+", metavar="RUN.json", help="result documents")
+    parser.add_argument("-o", "--out", required=True, metavar="FEATURES.json")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -167,7 +167,7 @@ def summarize(boots: list[BootResult]) -> dict[str, Any]:
 
 def needed_run() -> dict[str, Any]:
     """The run a fit needs and what the committed one cost (``SCALING_RUN``)."""
-    return {"command": SCALING_COMMAND, "then": "python -m analysis.fit scaling.json",
+    return {"command": SCALING_COMMAND, "then": "coldstart fit scaling.json",
             "models": SCALING_RUN_CELLS, "boots": SCALING_RUN_CELLS * SCALING_RUN_ROUNDS,
             "boot_s": SCALING_RUN_BOOT_S, "machine": SCALING_RUN_MACHINE,
             "priced_from": SCALING_RUN, "min_models": MIN_TRAINING_MODELS}

@@ -12,6 +12,7 @@ import json
 import math
 import re
 import struct
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,8 @@ from analysis.errors import FeatureError
 
 __all__ = ["ESTIMATED_COMPILED_KIB_PER_LAYER", "SAFETENSORS_DTYPE_BYTES",
            "compiled_graph_bytes_from_cache", "estimated_compiled_graph_bytes",
-           "read_safetensors_header", "safetensors_counts", "tokenizer_bytes_in"]
+           "header_counts", "read_safetensors_header", "safetensors_counts",
+           "tokenizer_bytes_in", "tokenizer_bytes_of"]
 
 # Bytes per element of the safetensors dtypes. Only used to cross-check; the byte count of a
 # tensor is taken from its data offsets, which is exact even for packed (FP4) dtypes.
@@ -72,12 +74,18 @@ _EXPERT_TENSOR = re.compile(r"(?<!shared_)experts?\.(\d+\.|w[123]|gate_up_proj|d
 def safetensors_counts(files: list[Path]) -> tuple[dict[str, int], dict[str, int], int, int]:
     """(parameters by dtype, bytes by dtype, expert parameters, expert tensors) of the
     safetensors files, from their headers alone."""
+    return header_counts((f, read_safetensors_header(f)) for f in files)
+
+
+def header_counts(headers: Iterable[tuple[Any, Any]]
+                  ) -> tuple[dict[str, int], dict[str, int], int, int]:
+    """``safetensors_counts`` of ``(where, header)`` pairs: a local file's header, or one a
+    hub serves (``analysis.hub_model``)."""
     params_by_dtype: dict[str, int] = {}
     bytes_by_dtype: dict[str, int] = {}
     expert_params = 0
     expert_tensors = 0
-    for f in files:
-        header = read_safetensors_header(f)
+    for f, header in headers:
         if not isinstance(header, dict):
             raise FeatureError(f"{f}: safetensors header is not a JSON object")
         for name, info in header.items():
@@ -116,14 +124,19 @@ def tokenizer_bytes_in(folder: str | Path) -> int | None:
     None when the folder has none.
     """
     d = Path(folder)
-    fast = d / "tokenizer.json"
-    if fast.is_file():
-        return fast.stat().st_size
-    files = [d / n for n in _SLOW_TOKENIZER_FILES if (d / n).is_file()]
-    files += sorted(d.glob("*.tiktoken"))
-    if not files:
+    return tokenizer_bytes_of({f.name: f.stat().st_size for f in d.iterdir() if f.is_file()}
+                              if d.is_dir() else {})
+
+
+def tokenizer_bytes_of(sizes: Mapping[str, int]) -> int | None:
+    """``tokenizer_bytes_in`` of a listing: file name -> bytes (a folder's, or a hub repo's)."""
+    if "tokenizer.json" in sizes:
+        return sizes["tokenizer.json"]
+    names = [n for n in _SLOW_TOKENIZER_FILES if n in sizes]
+    names += sorted(n for n in sizes if n.endswith(".tiktoken"))
+    if not names:
         return None
-    return sum(f.stat().st_size for f in files)
+    return sum(sizes[n] for n in names)
 
 
 # ----------------------------------------------------------------------------- compile cache

@@ -23,12 +23,16 @@ from analysis.hf_config import (
 from analysis.model_files import (
     compiled_graph_bytes_from_cache,
     estimated_compiled_graph_bytes,
-    safetensors_counts,
+    header_counts,
+    read_safetensors_header,
     tokenizer_bytes_in,
 )
 
-__all__ = ["boot_features", "build_features", "default_capture_sizes", "from_hf_config",
-           "from_model_dir"]
+__all__ = ["OTHER_WEIGHT_PATTERNS", "boot_features", "build_features", "default_capture_sizes",
+           "features_of_parts", "from_hf_config", "from_model_dir"]
+
+# Weights vLLM loads besides safetensors: counted by their files' bytes.
+OTHER_WEIGHT_PATTERNS = ("*.bin", "*.pt", "*.pth", "*.gguf")
 
 
 def default_capture_sizes(platform: str | None, vllm_version: str | None = None,
@@ -140,12 +144,30 @@ def from_model_dir(model_dir: str | Path, *, model: str | None = None,
     if not d.is_dir():
         raise FeatureError(f"{d}: no such model folder")
     cfg_path = d / "config.json"
-    cfg = read_model_config(cfg_path) if cfg_path.is_file() else {}
-    arch = architecture_of(cfg)
     files = sorted(d.glob("*.safetensors"))
+    other = [f for pat in OTHER_WEIGHT_PATTERNS for f in sorted(d.glob(pat))]
+    return features_of_parts(
+        read_model_config(cfg_path) if cfg_path.is_file() else {},
+        [(f, read_safetensors_header(f)) for f in files],
+        [f.stat().st_size for f in other], where=d, model=model or d.name,
+        source="model_dir", tokenizer_bytes=tokenizer_bytes_in(d), platform=platform,
+        vllm_version=vllm_version, capture_sizes=capture_sizes,
+        compile_cache_dir=compile_cache_dir)
+
+
+def features_of_parts(cfg: dict[str, Any], headers: list[tuple[Any, Any]],
+                      other_weight_sizes: list[int], *, where: Any, model: str, source: str,
+                      tokenizer_bytes: int | None, platform: str | None = None,
+                      vllm_version: str | None = None, capture_sizes: int | None = None,
+                      compile_cache_dir: str | Path | None = None) -> ModelFeatures:
+    """A model's features from what its files say: the config, the safetensors headers
+    (``(where, header)`` pairs), the sizes of weights in other formats and the tokenizer's
+    bytes; a local folder's (``from_model_dir``) or a hub repository's
+    (``analysis.hub_model``)."""
+    arch = architecture_of(cfg)
     estimated: list[str] = []
-    if files:
-        params_by_dtype, bytes_by_dtype, expert_params, expert_tensors = safetensors_counts(files)
+    if headers:
+        params_by_dtype, bytes_by_dtype, expert_params, expert_tensors = header_counts(headers)
         params = sum(params_by_dtype.values())
         weight_bytes = sum(bytes_by_dtype.values())
         if arch["moe"] and arch["experts"] and expert_tensors:
@@ -161,22 +183,22 @@ def from_model_dir(model_dir: str | Path, *, model: str | None = None,
             active = params
     else:
         params_by_dtype, bytes_by_dtype = {}, {}
-        other = [f for pat in ("*.bin", "*.pt", "*.pth", "*.gguf") for f in sorted(d.glob(pat))]
         counted = formula_params(arch)
         params, active = counted if counted else (None, None)
         estimated += ["params", "active_params"]
-        if other:
-            weight_bytes = sum(f.stat().st_size for f in other)
+        if other_weight_sizes:
+            weight_bytes = sum(other_weight_sizes)
         else:
             weight_bytes = params * dtype_bytes(arch["dtype"]) if params else None
             estimated.append("weight_bytes")
-    if not cfg and not files:
-        raise FeatureError(f"{d}: neither config.json nor *.safetensors: not a model folder")
-    return build_features(arch, model=model or d.name, source="model_dir", params=params,
+    if not cfg and not headers:
+        raise FeatureError(f"{where}: neither config.json nor *.safetensors: not a model "
+                           "folder")
+    return build_features(arch, model=model, source=source, params=params,
                           active_params=active, weight_bytes=weight_bytes,
                           estimated=estimated, platform=platform, vllm_version=vllm_version,
                           capture_sizes=capture_sizes, compile_cache_dir=compile_cache_dir,
-                          tokenizer_bytes=tokenizer_bytes_in(d),
+                          tokenizer_bytes=tokenizer_bytes,
                           params_by_dtype=params_by_dtype, bytes_by_dtype=bytes_by_dtype)
 
 

@@ -214,7 +214,11 @@ def _as_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Pr
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Predict the start-up phases of a model."
-    parser.add_argument("model", nargs="?", help="model folder, HF config.json or features JSON")
+    parser.add_argument("model", nargs="?",
+                        help="model folder, HF config.json, features JSON, or a hub id ORG/NAME "
+                             "(config, safetensors headers and file sizes are fetched, no "
+                             "weights; a gated model needs HF_TOKEN)")
+    parser.add_argument("--revision", help="with a hub id: the branch, tag or commit (main)")
     parser.add_argument("--fit", help="predictor file written by analysis.fit, or a shipped "
                                       f"predictor: {', '.join(shipped_names())}")
     parser.add_argument("--list-fits", action="store_true", help="list the shipped predictors")
@@ -265,7 +269,8 @@ def run(args: argparse.Namespace) -> int:
     features = load_features(args.model, platform=key.get("platform"),
                              vllm_version=key.get("vllm_version"),
                              capture_sizes=args.capture_sizes,
-                             compile_cache_dir=args.compile_cache_dir, model=args.name)
+                             compile_cache_dir=args.compile_cache_dir, model=args.name,
+                             revision=args.revision)
     features, method_line = like_training(_apply_overrides(features, args.set), group)
     features, storage_line = predicted_storage(group, features, args.load_gbps)
     alpha = 1 - args.level

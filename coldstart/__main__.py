@@ -53,6 +53,10 @@ def _bench(args: list[str]) -> int:
     # conftest files from that path wherever the command is run.
     spec = importlib.util.find_spec("benchmarks")
     assert spec is not None and spec.origin is not None
+    if {"-h", "--help"} & set(args):
+        print(f"{PROG} bench [pytest options]: pytest over the benchmark matrix "
+              "(benchmarks/); pytest's own help, with the suite's options, follows.\n",
+              flush=True)
     return int(pytest.main([str(Path(spec.origin).parent), *args]))
 
 

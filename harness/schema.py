@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -35,6 +36,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coldstart.cli import UserError
 from harness.evidence import Evidence
+
+# A hub id as vLLM and huggingface_hub take it: ORG/NAME.
+HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 
 SCHEMA_VERSION = 3
 
@@ -368,6 +372,8 @@ def validation_summary(exc: Exception) -> str:
 def read_json(path: str | Path, error: type[Exception] = SchemaError) -> Any:
     """A JSON file's content, or ``error`` with one line naming the file and the problem."""
     p = Path(path)
+    if p.is_dir():
+        raise error(f"{p}: is a folder, not a file")
     if not p.is_file():
         raise error(f"{p}: no such file")
     try:

@@ -12,7 +12,6 @@ import hashlib
 import importlib.metadata
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from harness import pagecache
 from harness.evidence import Evidence
-from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES
+from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, HUB_ID, LOADERS, PAGE_CACHE_MODES
 
 DEFAULT_QUESTION = "What is the capital of France?"
 
@@ -43,8 +42,6 @@ FIXTURE_ENV: dict[str, str] = {
 LOCAL_MODEL_ENV: dict[str, str] = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 # What the harness itself needs, over anything: log lines as they are written.
 HARNESS_ENV: dict[str, str] = {"PYTHONUNBUFFERED": "1"}
-# A hub id as vLLM and huggingface_hub take it: ORG/NAME.
-HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
 # Environment variables recorded with each boot when set: what can change a start-up.
 _RECORDED_ENV_PREFIXES = ("VLLM_", "HF_", "TRANSFORMERS_", "TORCH", "OMP_", "CUDA_VISIBLE")
 # Where the caches live, which the harness sets per boot: not what they hold.

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -103,3 +105,47 @@ def installed_vllm() -> tuple[Path, str]:
     if version is None:
         pytest.skip("vLLM's distribution metadata is missing")
     return Path(spec.submodule_search_locations[0]), version
+
+
+# ---------------------------------------------------------------- a tiny model folder
+LLAMA_LIKE = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "vocab_size": 100, "torch_dtype": "float16", "tie_word_embeddings": False}
+
+
+def llama_tensors(cfg: dict, dtype=np.float16) -> dict[str, np.ndarray]:
+    h, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
+    hd = h // cfg["num_attention_heads"]
+    kv = cfg["num_key_value_heads"] * hd
+    t = {"model.embed_tokens.weight": np.zeros((v, h), dtype),
+         "lm_head.weight": np.zeros((v, h), dtype),
+         "model.norm.weight": np.ones((h,), np.float32)}
+    for i in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t |= {p + "self_attn.q_proj.weight": np.zeros((h, h), dtype),
+              p + "self_attn.k_proj.weight": np.zeros((kv, h), dtype),
+              p + "self_attn.v_proj.weight": np.zeros((kv, h), dtype),
+              p + "self_attn.o_proj.weight": np.zeros((h, h), dtype),
+              p + "mlp.gate_proj.weight": np.zeros((f, h), dtype),
+              p + "mlp.up_proj.weight": np.zeros((f, h), dtype),
+              p + "mlp.down_proj.weight": np.zeros((h, f), dtype)}
+    return t
+
+
+@pytest.fixture
+def llama_dir(tmp_path: Path) -> Path:
+    """A two-layer Llama folder: config, two safetensors shards, tokenizer files."""
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    d = tmp_path / "tiny-llama"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(LLAMA_LIKE))
+    tensors = llama_tensors(LLAMA_LIKE)
+    names = sorted(tensors)
+    # Two shards, as real checkpoints come.
+    safetensors_numpy.save_file({n: tensors[n] for n in names[::2]},
+                                str(d / "model-00001-of-00002.safetensors"))
+    safetensors_numpy.save_file({n: tensors[n] for n in names[1::2]},
+                                str(d / "model-00002-of-00002.safetensors"))
+    (d / "tokenizer.json").write_text("x" * 1234)
+    (d / "tokenizer.model").write_bytes(b"y" * 99)  # ignored: tokenizer.json wins
+    return d

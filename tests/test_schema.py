@@ -61,6 +61,7 @@ def test_document_round_trip_keeps_measured_and_failed_cells(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     (None, "no such file"),
+    ("FOLDER", "is a folder, not a file"),
     ("{not json", "not JSON"),
     (json.dumps({"benchmarks": [{"name": "t", "extra_info": {}}]}), "no extra_info.phases"),
     (json.dumps({"hello": 1}), "not a vllm-coldstart result"),
@@ -75,7 +76,9 @@ def test_document_round_trip_keeps_measured_and_failed_cells(tmp_path):
 ])
 def test_bad_files_give_one_line_errors(tmp_path, content, message):
     path = tmp_path / "bad.json"
-    if content is not None:
+    if content == "FOLDER":
+        path.mkdir()
+    elif content is not None:
         path.write_text(content)
     with pytest.raises(SchemaError) as info:
         read_results(path)
