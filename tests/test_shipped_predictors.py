@@ -153,6 +153,24 @@ def test_study_total_for_llama3_8b_covers_the_studys_measurements(
         total, measured)
 
 
+def test_an_assumed_storage_says_what_the_training_storages_would_give(
+        llama3_8b_config: Path, tmp_path: Path) -> None:
+    """No --load-gbps: the interval is at the training boots' median bandwidth, and the
+    answer also gives the total at their slowest and fastest (the study's cached granite4.0-h
+    files loaded 15x faster): the same model, seconds apart, by storage alone."""
+    out = tmp_path / "p.json"
+    assert predict_main([str(llama3_8b_config), "--fit", "study", "--json", str(out)]) == 0
+    said = json.loads(out.read_text())
+    span, total = said["storage_span"], said["total"]
+    assert span["slowest_gbps"] < span["fastest_gbps"]
+    assert span["total_at_fastest_s"] < total["predicted_s"] <= span["total_at_slowest_s"]
+    assert "at the training boots' slowest" in said["storage"]
+    assert predict_main([str(llama3_8b_config), "--fit", "study", "--load-gbps", "2",
+                         "--json", str(out)]) == 0
+    given = json.loads(out.read_text())
+    assert given["storage_span"] is None and "(--load-gbps)" in given["storage"]
+
+
 @pytest.mark.parametrize("name", shipped_names())
 def test_every_shipped_name_answers_from_a_config_alone(name: str, llama3_8b_config: Path,
                                                         tmp_path: Path) -> None:
