@@ -84,7 +84,7 @@ from analysis.metrics import (
     median_of_rounds,
     metric_values,
 )
-from coldstart.cli import InputError, check_output, progress_name, run_program
+from coldstart.cli import InputError, check_output, console_width, progress_name, run_program
 from harness.document import RunDocument, read_cells
 from harness.schema import BootResult, SchemaError
 
@@ -241,7 +241,7 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 140)
+    console = Console(width=console_width(140))
     console.print(f"vLLM {vllm_versions(base_doc, base)} (base) -> {vllm_versions(new_doc, new)} (new)")
     if disagree:
         console.print("[red]compared despite differing metadata (--force):[/red] "

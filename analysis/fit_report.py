@@ -17,6 +17,7 @@ from analysis.features import feature_value
 from analysis.fit_groups import GroupFit
 from analysis.fit_targets import RESIDUAL, target_value
 from analysis.study import STUDY_REPORTED
+from coldstart.cli import console_width
 
 __all__ = ["print_terminal", "write_markdown"]
 
@@ -116,12 +117,11 @@ def _summary_lines(f: GroupFit) -> list[str]:
 
 def print_terminal(fits: list[GroupFit], data: Dataset) -> None:
     """The phase table, the held-out models and the error summary, per configuration."""
-    import sys
 
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = Console(width=console_width(160))
     for f in fits:
         table = Table(title=f"{f.label}: {len(f.train)} training models", title_justify="left")
         for h in _PHASE_HEADERS:

@@ -18,7 +18,6 @@ still measured something worth reading, and this module says it without any mode
 from __future__ import annotations
 
 import statistics
-import sys
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -27,6 +26,7 @@ from analysis.dataset import config_key, config_label
 from analysis.fit_groups import MIN_TRAINING_MODELS
 from analysis.fit_targets import RESIDUAL
 from analysis.table import SHORT
+from coldstart.cli import console_width
 from harness.schema import PHASE_NAMES, BootResult
 
 __all__ = ["COLUMNS", "SCALING_RUN", "needed_run", "needed_run_line", "print_summary",
@@ -191,7 +191,7 @@ def print_summary(summary: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = Console(width=console_width(160))
     columns, axes = summary["columns"], summary["axes"] or ["model"]
     table = Table(title="seconds per phase: the median of each cell's rounds",
                   title_justify="left")

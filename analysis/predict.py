@@ -51,7 +51,7 @@ from analysis.predictors import (
     shipped_names,
 )
 from analysis.storage import predicted_storage, uses_load_bandwidth, with_load_bandwidth
-from coldstart.cli import InputError, UsageError, check_output, run_program
+from coldstart.cli import InputError, UsageError, check_output, console_width, run_program
 from harness.schema import validation_summary
 
 __all__ = ["predict_features", "split_phases", "choose_group",
@@ -303,7 +303,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     warnings = domain_warnings(group, features)
-    console = Console(width=None if sys.stdout.isatty() else 120)
+    console = Console(width=console_width(120))
     table = Table(title=f"{features.model}: predicted start-up ({config_label(key)})",
                   title_justify="left")
     # Phase and feature names are identifiers a user copies (into --set): kept whole, the

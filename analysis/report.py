@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis.report_cells import AXES, AXIS_ORDER, RESIDUAL, RunCell, axis_effects, load_run
@@ -100,6 +101,10 @@ def run(args: argparse.Namespace) -> int:
                          "in (0, 1)")
     out = check_output(args.out or ("report.html" if len(args.json) == 1 else "compare.html"),
                        "-o")
+    for given in map(Path, args.json):  # before the progress line: a bad name is one line
+        if not given.is_file():
+            raise InputError(f"{given}: " + ("is a folder, not a file" if given.is_dir()
+                                             else "no such file"))
     if len(args.json) == 1:
         print(f"{prog}: drawing {args.json[0]}", file=sys.stderr)
         text = render_run(args.json[0])

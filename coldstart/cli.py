@@ -69,6 +69,12 @@ def check_output(path: str | Path | None, option: str) -> Path | None:
     return path
 
 
+def console_width(piped: int) -> int | None:
+    """A rich Console's width: the terminal's (None: rich measures it, and reads COLUMNS when
+    set), else ``piped`` columns for a file or a pipe, where rich would take 80."""
+    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else piped
+
+
 def error_line(prog: str, exc: BaseException) -> str:
     """``PROG: error: MESSAGE``, the message's whitespace folded to one line."""
     message = " ".join(str(exc).split()) or type(exc).__name__

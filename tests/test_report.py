@@ -189,6 +189,11 @@ def test_cli_writes_the_pages_and_refuses_bad_input(tmp_path: Path, capsys) -> N
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
     assert len(err) == 2 and all(line.startswith("analysis.report: error:") for line in err)
     assert "bad.json" in err[0]
+    for name, says in ((tmp_path / "gone.json", "no such file"), (tmp_path, "is a folder")):
+        assert run_cli("analysis.report", main, [str(name)]) == 2
+        said = capsys.readouterr().err.splitlines()  # the error alone, no progress line
+        assert len(said) == 1 and said[0].startswith("analysis.report: error:") \
+            and says in said[0], said
 
 
 def test_the_fit_report_stays_reachable() -> None:
