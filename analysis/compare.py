@@ -266,8 +266,14 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     for (cell, _), line in went.items():
         console.print(f"where it went: {cell}: {line}", soft_wrap=True, highlight=False,
                       markup=False)
-    console.print(f"{len(changes)} comparisons, {sum(c.status == 'no change' for c in changes)} "
-                  f"unchanged, {len(failed)} failing the gate")
+    # A cell on one side only is listed, not compared: it is no comparison of the count.
+    one_side = {side: sum(c.status == f"only in {side}" for c in changes)
+                for side in ("base", "new")}
+    compared = len(changes) - sum(one_side.values())
+    console.print(f"{compared} comparisons, {sum(c.status == 'no change' for c in changes)} "
+                  f"unchanged, {len(failed)} failing the gate"
+                  + "".join(f"; {n} cell(s) only in {side}" for side, n in one_side.items()
+                            if n))
     # Timed comparisons whose rounds cannot give p < alpha (one round a side: no test).
     untestable = sum(c.base_median_s is not None and (c.min_attainable_p is None
                                                       or c.min_attainable_p >= alpha)

@@ -213,7 +213,7 @@ def test_suite_machine_facts_are_checked(tmp_path: Path) -> None:
     assert run_cli("analysis.compare", compare_main, [str(base), str(other)]) == 2
 
 
-def test_a_cell_lost_in_new_fails_the_gate_unless_allowed(tmp_path: Path) -> None:
+def test_a_cell_lost_in_new_fails_the_gate_unless_allowed(tmp_path: Path, capsys) -> None:
     base = _doc(tmp_path / "b.json", rounds=5, version="x")
     new = _doc(tmp_path / "n.json", rounds=5, version="y", models=("a",))
     code, changes = _changes(base, new, tmp_path)
@@ -221,8 +221,13 @@ def test_a_cell_lost_in_new_fails_the_gate_unless_allowed(tmp_path: Path) -> Non
     (lost,) = [c for c in changes if c["status"] != "no change"]
     assert lost["status"] == "only in base" and lost["cell"].startswith("model=b")
     assert compare_main([str(base), str(new), "--allow-missing"]) == 0
-    # a cell only NEW has is new coverage, not a failure
+    # a cell only NEW has is new coverage, not a failure, and no comparison of the count
+    capsys.readouterr()
     assert compare_main([str(new), str(base)]) == 0
+    summary = [line for line in capsys.readouterr().out.splitlines() if "comparisons," in line]
+    assert len(summary) == 1 and summary[0].endswith("; 1 cell(s) only in new"), summary
+    in_both = len([c for c in _changes(new, base, tmp_path)[1] if c["cell"].startswith("model=a")])
+    assert summary[0].startswith(f"{in_both} comparisons,"), (summary, in_both)
     # a cell BASE never measured (b failed there) is not lost when NEW lacks it
     failed_b = _doc(tmp_path / "fb.json", rounds=5, version="x", fail=True)
     code, changes = _changes(failed_b, new, tmp_path)
