@@ -71,6 +71,12 @@ class GroupFit:
         return config_label(self.key)
 
 
+def _seconds(value: float) -> str:
+    """Seconds as a note says them: milliseconds below 0.1 s, where 0.00 s would hide that
+    a point and its line differ (a compile cache's graph loading takes milliseconds)."""
+    return f"{value:.2f} s" if abs(value) >= 0.1 else f"{value * 1e3:.1f} ms"
+
+
 def _phase_notes(phase: str, model: PhaseModel, rows: list[Row]) -> list[str]:
     """Say when a fit is poor and which models (and what kind of models) make it so."""
     notes = []
@@ -81,8 +87,8 @@ def _phase_notes(phase: str, model: PhaseModel, rows: list[Row]) -> list[str]:
         line = model.predict(x).mean_s
         traits = ", ".join(r.features.traits())
         notes.append(f"{name}{f' ({traits})' if traits else ''} left out as an outlier "
-                     f"(Bonferroni p = {p:.2g}): measured {target_value(r, phase):.2f} s, "
-                     f"the line says {line:.2f} s")
+                     f"(Bonferroni p = {p:.2g}): measured {_seconds(target_value(r, phase))}, "
+                     f"the line says {_seconds(line)}")
     if model.feature is not None and model.r2 is not None and model.r2 < POOR_R2:
         notes.append(f"poor fit: {model.feature} explains R^2 = {model.r2:.2f} of the variance")
     # Which kinds of model sit off the line: mean |residual| by trait.

@@ -70,9 +70,13 @@ def check_output(path: str | Path | None, option: str) -> Path | None:
 
 
 def console_width(piped: int) -> int | None:
-    """A rich Console's width: the terminal's (None: rich measures it, and reads COLUMNS when
-    set), else ``piped`` columns for a file or a pipe, where rich would take 80."""
-    return None if sys.stdout.isatty() or os.environ.get("COLUMNS") else piped
+    """A rich Console's width: the terminal's (None: rich measures it), else for a file or a
+    pipe ``piped`` columns, where rich would take 80, or COLUMNS where that asks for more
+    (tools, pytest among them, export COLUMNS=80 to their children unasked)."""
+    if sys.stdout.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    return max(piped, int(columns)) if columns.isdigit() else piped
 
 
 def error_line(prog: str, exc: BaseException) -> str:
