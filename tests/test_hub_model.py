@@ -9,6 +9,7 @@ the hub returns is the code under test.
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import subprocess
 import sys
@@ -108,10 +109,10 @@ def test_a_hub_model_without_safetensors_counts_its_other_weight_files(
 
 
 def _http_error(kind: type, status: int, message: str) -> Exception:
-    import httpx
-
+    # the HTTP client huggingface_hub is built on: httpx (1.x), httpx2 (2.x)
+    http = importlib.import_module(hf.errors.Response.__module__.split(".")[0])
     url = f"https://huggingface.co/{REPO}/resolve/main/config.json"
-    return kind(message, response=httpx.Response(status, request=httpx.Request("GET", url)))
+    return kind(message, response=http.Response(status, request=http.Request("GET", url)))
 
 
 @pytest.mark.parametrize("make, says", [
