@@ -195,3 +195,14 @@ def test_list_fits_names_every_shipped_predictor() -> None:
     lines = done.stdout.splitlines()
     assert [line.split(":")[0] for line in lines] == shipped_names()
     assert any("L40S" in line and "0.10.1.1" in line for line in lines)
+    # each line names the cells' configuration its file was fitted in, as the file records it
+    by_name = {line.split(":")[0]: line for line in lines}
+    for name in shipped_names():
+        if name in ALIASES:
+            continue
+        for group in load_predictor(shipped_file(name))["groups"]:
+            cache = group["key"]["compile_cache"]
+            assert f"compile_cache={cache}" in by_name[name], (name, by_name[name])
+    # the study's boots reused their compile caches; the CPU scaling run compiled afresh
+    assert "compile_cache=warm" in by_name["study-h100-nvl"]
+    assert "compile_cache=cold" in by_name["cpu-scaling"]

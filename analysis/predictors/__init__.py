@@ -91,6 +91,9 @@ def describe_predictor(doc: dict[str, Any], key: dict[str, Any], name: str | Non
     return line
 
 
+_CELL_CONFIG = ("loader", "compile_cache", "page_cache", "entrypoint")
+
+
 def list_lines() -> list[str]:
     """``--list-fits``: one line per shipped name: machine, vLLM release, data."""
     out = [f"{alias}: the same as {target}" for alias, target in ALIASES.items()]
@@ -100,9 +103,14 @@ def list_lines() -> list[str]:
         groups = doc.get("groups") or [{}]
         releases = sorted({str(g.get("key", {}).get("vllm_version")) for g in groups})
         platforms = sorted({str(g.get("key", {}).get("platform")) for g in groups})
+        # The cells' configuration it was fitted in: a study fit is of warm compile caches, the
+        # CPU scaling fit of cold ones, and a boot in another is another boot.
+        configs = sorted({" ".join(f"{k}={v}" for k, v in (g.get("key") or {}).items()
+                                   if k in _CELL_CONFIG and v is not None) for g in groups})
         out.append(f"{name}: {_machine_words(doc.get('machine') or {})}; vLLM "
-                   f"{', '.join(releases)} on {', '.join(platforms)}; fitted "
-                   f"{prov.get('fitted', '?')} on {', '.join(doc.get('inputs') or [])}")
+                   f"{', '.join(releases)} on {', '.join(platforms)}; "
+                   f"{' | '.join(c for c in configs if c) or 'configuration not recorded'}; "
+                   f"fitted {prov.get('fitted', '?')} on {', '.join(doc.get('inputs') or [])}")
     return out
 
 
