@@ -392,6 +392,18 @@ def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list,
     _complete(config, output_json)
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    session = getattr(config, "_coldstart", None)
+    if session is None or not session.results:
+        return
+    from benchmarks.summary import HEADING, summary_lines
+
+    path = config.getoption("benchmark_json", None)
+    terminalreporter.write_sep("-", HEADING)
+    for line in summary_lines(session.results, path):
+        terminalreporter.write_line(line)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """pytest-benchmark writes no JSON when no cell got as far as a measurement: write the

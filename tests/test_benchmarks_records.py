@@ -66,6 +66,16 @@ def test_all_rounds_measured_pass_and_leave_no_work_folder(tmp_path):
     assert entry["options"]["timer"] == compact.STATS_TIMER
     assert len(record["rounds"]) == 3
     assert not any(Path(r["evidence"]["work_dir"]).exists() for r in record["rounds"])
+    # the run ends by saying where the median round's seconds went, phase by phase
+    said = proc.stdout.splitlines()
+    (at,) = [i for i, line in enumerate(said) if "each cell's seconds by phase" in line]
+    line = said[at + 1]
+    assert line.startswith(f"{entry['param']}: ready in 10.8 s = "), line
+    for phase, value in entry["extra_info"]["phases"].items():
+        assert (value is None) == (f"{phase} " not in line), (phase, line)
+        if value is not None:
+            assert f"{phase} {value:.2f}" in line, (phase, line)
+    assert said[at + 2].startswith(f"every column: coldstart table {tmp_path / 'out.json'}")
 
 
 def test_a_failed_round_enters_the_statistics_as_no_time(tmp_path):
@@ -89,6 +99,8 @@ def test_a_cell_with_no_measured_round_has_no_statistics_and_is_unrecorded(tmp_p
     assert result["state"] == "failed" and result["error"] == "RuntimeError: engine core died"
     assert result["checks_failed"] == record["checks_failed"] != []
     assert check.main([str(tmp_path / "out.json"), *ONE_CELL, "--allow-failed"]) == 1
+    # the run's last words name the failure, not phases it never measured
+    assert f"{CELL.id}: failed: RuntimeError: engine core died" in proc.stdout.splitlines()
 
 
 @pytest.mark.parametrize("last, state, reason", [
