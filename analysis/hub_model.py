@@ -121,7 +121,8 @@ def from_hub(repo: str, *, revision: str | None = None, model: str | None = None
 def _why_not_fetched(where: str, exc: Exception) -> str:
     kind = type(exc).__name__
     first = (str(exc).strip().splitlines() or [""])[0][:200]
-    if kind == "GatedRepoError" or " 401 " in f" {first} " or "403" in first:
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if kind == "GatedRepoError" or status in (401, 403):
         hint = "a gated model: accept its licence on the hub and set HF_TOKEN"
     elif kind in ("RepositoryNotFoundError", "RevisionNotFoundError"):
         hint = "check the id and revision (a private repository needs HF_TOKEN)"

@@ -22,25 +22,13 @@ line per log goes to stderr.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
-from coldstart.cli import InputError, check_output, run_program
+from coldstart.cli import InputError, check_output, run_program, unreadable
 from harness.document import write_run
 from harness.logs import read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document
-
-
-def _unreadable(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a log, or ``None``."""
-    if not path.exists():
-        return "no such file"
-    if not path.is_file():
-        return "not a file"
-    if not os.access(path, os.R_OK):
-        return "permission denied"
-    return None
 
 
 def _params(result: BootResult, path: Path) -> dict[str, str]:
@@ -87,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     # Check every input, and where the output goes, before reading any: a typo costs nothing
     # and writes nothing.
     for path in args.logs:
-        why = _unreadable(path)
+        why = unreadable(path)
         if why is not None:
             raise InputError(f"{path}: {why}")
     check_output(args.output, "-o")

@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from analysis.report_cells import AXES, AXIS_ORDER, RESIDUAL, RunCell, axis_effects, load_run
@@ -52,7 +51,7 @@ from analysis.report_plots import (
     fig_timeline,
 )
 from analysis.report_run import render_run
-from coldstart.cli import InputError, check_output, progress_name, run_program
+from coldstart.cli import InputError, check_output, progress_name, run_program, unreadable
 
 if TYPE_CHECKING:  # at run time, __getattr__ below imports them when asked for
     from analysis.fit_report import print_terminal, write_markdown
@@ -101,10 +100,9 @@ def run(args: argparse.Namespace) -> int:
                          "in (0, 1)")
     out = check_output(args.out or ("report.html" if len(args.json) == 1 else "compare.html"),
                        "-o")
-    for given in map(Path, args.json):  # before the progress line: a bad name is one line
-        if not given.is_file():
-            raise InputError(f"{given}: " + ("is a folder, not a file" if given.is_dir()
-                                             else "no such file"))
+    for given in args.json:  # before the progress line: a bad name is one line
+        if (why := unreadable(given)) is not None:
+            raise InputError(f"{given}: {why}")
     if len(args.json) == 1:
         print(f"{prog}: drawing {args.json[0]}", file=sys.stderr)
         text = render_run(args.json[0])

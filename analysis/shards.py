@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from coldstart.cli import unreadable
 from harness.document import (
     CELL_AXES,
     CellInfo,
@@ -179,8 +180,8 @@ def _log_records(path: Path, *, quiet: bool = False) -> list[tuple[int, Any]]:
     retry's record (the cut one is lost, said on stderr). A cut last line is left out (said);
     any other line that is not JSON is refused, naming the file and the line.
     """
-    if not path.is_file():
-        raise MergeError(f"{path}: no such file")
+    if (why := unreadable(path)) is not None:
+        raise MergeError(f"{path}: {why}")
     lines = path.read_text().splitlines()
     decoder = json.JSONDecoder()
     out = []

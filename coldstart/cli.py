@@ -21,7 +21,8 @@ from coldstart import program_name
 
 __all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS", "ArgumentParser",
            "error_line", "report_error", "run_cli", "closed_output", "CLOSED_OUTPUT_EXIT",
-           "parser_for", "parse_and_run", "progress_name", "run_program", "check_output"]
+           "parser_for", "parse_and_run", "progress_name", "run_program", "check_output",
+           "console_width", "unreadable"]
 
 
 class UserError(Exception):
@@ -52,6 +53,21 @@ class ArgumentParser(argparse.ArgumentParser):
         raise InputError(f"{message} (see {self.prog} --help)")
 
 
+def unreadable(path: str | Path) -> str | None:
+    """Why the file ``path`` cannot be read, in the words every verb's error line uses, or
+    None: the one check of an input file (a run, a log, a cells log) before reading it."""
+    p = Path(path)
+    if p.is_dir():
+        return "is a folder, not a file"
+    if not p.exists():
+        return "no such file"
+    if not p.is_file():
+        return "not a regular file"
+    if not os.access(p, os.R_OK):
+        return "permission denied"
+    return None
+
+
 def check_output(path: str | Path | None, option: str) -> Path | None:
     """``path`` where a program will write its result, checked before the work that makes it
     (a boot, a fit, a calibration): an output that cannot be written is said now, in one
@@ -72,7 +88,7 @@ def check_output(path: str | Path | None, option: str) -> Path | None:
 def console_width(piped: int) -> int | None:
     """A rich Console's width: the terminal's (None: rich measures it), else for a file or a
     pipe ``piped`` columns, where rich would take 80, or COLUMNS where that asks for more
-    (tools, pytest among them, export COLUMNS=80 to their children unasked)."""
+    (a child of this suite's pytest sees COLUMNS=80 unasked)."""
     if sys.stdout.isatty():
         return None
     columns = os.environ.get("COLUMNS", "")

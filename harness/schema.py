@@ -34,7 +34,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coldstart.cli import UserError
+from coldstart.cli import UserError, unreadable
 from harness.evidence import Evidence
 
 # A hub id as vLLM and huggingface_hub take it: ORG/NAME.
@@ -372,10 +372,9 @@ def validation_summary(exc: Exception) -> str:
 def read_json(path: str | Path, error: type[Exception] = SchemaError) -> Any:
     """A JSON file's content, or ``error`` with one line naming the file and the problem."""
     p = Path(path)
-    if p.is_dir():
-        raise error(f"{p}: is a folder, not a file")
-    if not p.is_file():
-        raise error(f"{p}: no such file")
+    why = unreadable(p)
+    if why is not None:
+        raise error(f"{p}: {why}")
     try:
         return json.loads(p.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

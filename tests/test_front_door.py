@@ -271,3 +271,14 @@ def test_a_reader_that_goes_away_ends_the_program_quietly_as_sigpipe_would():
     proc.stdout.close()  # before the child has started: its first write meets a closed pipe
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141 and err == b"", err
+
+
+@pytest.mark.parametrize("columns, width", [("200", 200), ("80", 120), ("", 120), ("x", 120)])
+def test_a_piped_table_is_widened_by_columns_never_narrowed(monkeypatch, columns, width):
+    """Under this suite's pytest a child sees COLUMNS=80: a table read by a test or a script
+    must not wrap to it; a user who asks for 200 gets 200."""
+    from coldstart.cli import console_width
+
+    monkeypatch.setattr("sys.stdout.isatty", lambda: False)
+    monkeypatch.setenv("COLUMNS", columns)
+    assert console_width(120) == width

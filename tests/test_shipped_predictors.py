@@ -21,16 +21,11 @@ from harness.schema import PHASE_NAMES
 
 STUDY_FIGURE = "tests/data/study/figures/figure-rest"
 
-# meta-llama/Meta-Llama-3-8B's config.json as published on the hub (the fields that matter to
-# vLLM; the hub's file has these values).
-LLAMA3_8B_CONFIG = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
-    "rope_theta": 500000.0, "torch_dtype": "bfloat16", "rms_norm_eps": 1e-05,
-    "bos_token_id": 128000, "eos_token_id": 128001, "hidden_act": "silu",
-    "tie_word_embeddings": False,
-}
+# meta-llama/Meta-Llama-3-8B's config.json as published on the hub: the fields that matter to
+# vLLM, with the hub file's values. README predicts from it:
+# `coldstart predict tests/data/Meta-Llama-3-8B/config.json --fit study`.
+LLAMA3_8B = "tests/data/Meta-Llama-3-8B/config.json"
+LLAMA3_8B_CONFIG = json.loads((REPO_ROOT / LLAMA3_8B).read_text())
 # The study measured no Llama-3-8B. Its deepseek-r1-distill-llama-8b is that architecture
 # (a Llama-3.1-8B fine-tune: same layer shapes and vocabulary, bf16 weights); the test below
 # checks the shape against the study's own models_config.json rather than assuming it.
@@ -97,11 +92,8 @@ def test_the_three_study_machines_are_the_studys_nodes() -> None:
 
 
 @pytest.fixture
-def llama3_8b_config(tmp_path: Path) -> Path:
-    folder = tmp_path / "Meta-Llama-3-8B"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(LLAMA3_8B_CONFIG))
-    return folder / "config.json"
+def llama3_8b_config() -> Path:
+    return REPO_ROOT / LLAMA3_8B
 
 
 def _coldstart(*args: str) -> subprocess.CompletedProcess:
