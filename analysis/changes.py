@@ -3,9 +3,10 @@
 Per metric, the change of the median over rounds (``median_of_rounds``), a noise floor (the
 larger of a floor in seconds and either side's interquartile range, ``scipy.stats.iqr``) and a
 two-sided Mann-Whitney U test of the rounds (``scipy.stats.mannwhitneyu``; H. B. Mann and D. R.
-Whitney, *Ann. Math. Statist.* 18, 1947), exact up to ``EXACT_MAX_ARRANGEMENTS``; with a status
-per cell for rounds failed, skipped or missing on a side. ``analysis.compare``'s docstring
-states the rules the gate applies; ``failing_changes`` applies them.
+Whitney, *Ann. Math. Statist.* 18, 1947), exact up to ``EXACT_MAX_ARRANGEMENTS``, its p adjusted
+by Holm's method over every test of the comparison (``holm_adjusted``); with a status per cell
+for rounds failed, skipped or missing on a side, or checks failed. ``analysis.compare``'s
+docstring states the rule; ``analysis.verdict`` turns the statuses into one verdict.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from analysis.metrics import (
 )
 from harness.schema import PHASE_BY_NAME, PHASE_NAMES, BootResult
 
-__all__ = ["EXACT_MAX_ARRANGEMENTS", "FAILING", "MISSING", "POSSIBLE", "CellChange",
-           "DetailChange", "compare_results", "detail_changes", "failing_changes",
-           "metric_change", "min_two_sided_p", "where_changes_went"]
+__all__ = ["EXACT_MAX_ARRANGEMENTS", "FAILING", "INCONCLUSIVE", "MISSING", "POSSIBLE",
+           "CellChange", "DetailChange", "compare_results", "detail_changes",
+           "failing_changes", "fewest_rounds", "holm_adjusted", "metric_change",
+           "min_two_sided_p", "where_changes_went"]
 
 
 @dataclass
@@ -49,14 +51,24 @@ class CellChange:
     significant: bool
     status: str  # regression, improvement, possible regression, possible improvement,
     #              no change, failed in new, failures grew, fixed in new, only in base,
-    #              not measured in new, skips grew, metric lost, only in new
+    #              only in new, not measured in new, not measured, skips grew, metric lost,
+    #              checks failed, not judged (a metric of a cell that failed its checks)
     note: str = ""
+    # Holm's adjusted p over every test of the comparison (``family`` of them), the p the
+    # verdict is decided on; None where no test was made.
+    p_adjusted: float | None = None
+    family: int = 1
 
 
-# Statuses that fail the gate; MISSING ones unless --allow-missing, POSSIBLE with --strict.
+# The three kinds of status (analysis.verdict decides from them): a regression fails the
+# gate; an inconclusive one leaves it undecided unless the user accepts it (MISSING ones
+# with --allow-missing, POSSIBLE ones fail instead with --strict); every other is judged
+# and passes.
 FAILING = frozenset({"regression", "failed in new", "failures grew"})
-MISSING = frozenset({"only in base", "not measured in new", "skips grew", "metric lost"})
+MISSING = frozenset({"only in base", "only in new", "not measured in new", "not measured",
+                     "skips grew", "metric lost"})
 POSSIBLE = frozenset({"possible regression"})
+INCONCLUSIVE = MISSING | POSSIBLE | {"checks failed"}
 
 # Up to this many arrangements of the rounds (C(n1 + n2, n1); 8 vs 8 rounds: 12870) the
 # Mann-Whitney p is computed exactly by enumerating them (ties handled exactly); 10 vs 10
@@ -71,6 +83,16 @@ def min_two_sided_p(n1: int, n2: int) -> float:
     # The most extreme arrangement: 2 / C(n1 + n2, n1). Ties across the two sides can only
     # raise the smallest p, never lower it.
     return min(1.0, 2.0 / math.comb(n1 + n2, n1))
+
+
+def fewest_rounds(family: int, alpha: float) -> int:
+    """The fewest rounds a side with which a change can be significant among ``family`` tests
+    under Holm's correction: Holm's first step needs p < alpha / family, and the smallest p
+    n vs n rounds can give is 2 / C(2n, n)."""
+    n = 2
+    while min_two_sided_p(n, n) >= alpha / max(family, 1):
+        n += 1
+    return n
 
 
 def _mann_whitney_p(new: list[float], base: list[float]) -> float:
@@ -89,9 +111,28 @@ def _mann_whitney_p(new: list[float], base: list[float]) -> float:
     return max(p, min_two_sided_p(len(base), len(new)))
 
 
+def holm_adjusted(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (S. Holm, *Scand. J. Statist.* 6, 1979), by
+    statsmodels: a family-wise error rate of alpha under any dependence between the tests
+    (the total is the sum of the phases; phases of one boot move together)."""
+    if not p_values:
+        return []
+    from statsmodels.stats.multitest import multipletests
+
+    return [float(p) for p in multipletests(p_values, method="holm")[1]]
+
+
+def _round_test(base: list[float], new: list[float]) -> float | None:
+    return _mann_whitney_p(new, base) if len(base) >= 2 and len(new) >= 2 else None
+
+
 def metric_change(cell: str, metric: str, base: list[float], new: list[float], *,
-                  threshold: float, floor_s: float, alpha: float) -> CellChange:
-    """The verdict on one metric of one cell, from both sides' round values (none empty)."""
+                  threshold: float, floor_s: float, alpha: float, family: int = 1,
+                  p_value: float | None = None,
+                  p_adjusted: float | None = None) -> CellChange:
+    """The verdict on one metric of one cell, from both sides' round values (none empty),
+    as one test of ``family`` (``p_adjusted``: its Holm-adjusted p among them; alone, the
+    test's own p). ``p_value`` is the test's p where the caller computed it already."""
     from scipy import stats
 
     mb, mn = median_of_values(base), median_of_values(new)
@@ -99,36 +140,38 @@ def metric_change(cell: str, metric: str, base: list[float], new: list[float], *
     rel = change / mb if mb > 0 else (math.inf if change > 0 else 0.0)
     spread = max((float(stats.iqr(v)) for v in (base, new) if len(v) >= 2), default=0.0)
     noise = max(floor_s, spread)
-    p = min_p = None
-    significant = False
-    note = ""
-    if len(base) >= 2 and len(new) >= 2:
-        min_p = min_two_sided_p(len(base), len(new))
-        p = _mann_whitney_p(new, base)
-        significant = p < alpha and min_p < alpha
-        if min_p >= alpha and p <= min_p * (1 + 1e-9):
-            # Every round of one side beyond every round of the other: as clear as these
-            # rounds can be, and still not enough of them.
-            note = (f"{len(base)} vs {len(new)} rounds: the test cannot reach p < {alpha} "
-                    f"(smallest possible p {min_p:.2f})")
-        elif min_p >= alpha:
-            # The medians differ but the rounds overlap: the few rounds are not all the story.
-            note = (f"the two sides' rounds overlap (p {p:.2f}; {len(base)} vs {len(new)} "
-                    f"rounds could give at best {min_p:.2f}, never p < {alpha})")
-    else:
+    p = p_value if p_value is not None else _round_test(base, new)
+    if p is not None and p_adjusted is None:
+        p_adjusted = p if family == 1 else None
+    min_p = min_two_sided_p(len(base), len(new)) if p is not None else None
+    significant = p_adjusted is not None and p_adjusted < alpha
+    if p is None:
         note = "one round on a side: no test; never called significant"
+    elif min_p >= alpha / family:
+        over = f" among {family} tests (Holm: p < {alpha / family:.3g})" if family > 1 else ""
+        enough = f"; {fewest_rounds(family, alpha)} rounds a side can"
+        if p <= min_p * (1 + 1e-9):
+            # Every round of one side beyond every other, and still not enough of them.
+            note = (f"{len(base)} vs {len(new)} rounds: the test cannot reach p < {alpha}"
+                    f"{over} (smallest possible p {min_p:.3g}){enough}")
+        else:  # the rounds overlap too: their number is not all the story
+            note = (f"the two sides' rounds overlap (p {p:.2f}; {len(base)} vs {len(new)} "
+                    f"rounds could give at best {min_p:.3g}, never p < {alpha}{over}){enough}")
+    elif not significant:
+        note = (f"not significant: p {p:.3g}" + (f", {p_adjusted:.3g} after Holm over "
+                                                   f"{family} tests" if family > 1 else "")
+                + f", the rounds overlap ({len(base)} vs {len(new)} rounds)")
+    else:
+        note = ""
     beyond = abs(change) > noise and abs(rel) > threshold
     if not beyond:
         status = "no change"
     elif change > 0:
         status = "regression" if significant else "possible regression"
-        if not significant and note:
-            # only a slower cell is what --strict gates on
-            note += "; --strict fails on the change instead"
     else:
         status = "improvement" if significant else "possible improvement"
     return CellChange(cell, metric, mb, mn, change, rel, noise, len(base), len(new), p, min_p,
-                      significant, status, note)
+                      significant, status, note, p_adjusted, family)
 
 
 def _share(boots: list[BootResult], state: str) -> tuple[int, float]:
@@ -137,13 +180,18 @@ def _share(boots: list[BootResult], state: str) -> tuple[int, float]:
 
 
 def compare_results(base: list[BootResult], new: list[BootResult], *, threshold: float = 0.10,
-                    floor_s: float = 0.05, alpha: float = 0.05) -> list[CellChange]:
+                    floor_s: float = 0.05, alpha: float = 0.05,
+                    checks_failed: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {}),
+                    ) -> list[CellChange]:
     """Every cell and metric of two runs, with its change, noise floor and test.
 
-    ``base`` and ``new`` hold every round (``read_results(..., all_rounds=True)``). Besides
-    one entry per cell and metric, a cell gets a ``failures`` entry when its share of failed
-    rounds grew, and a ``total`` entry with a status but no times when one side has no
-    measured round (``only in base``, ``failed in new``, ...).
+    ``base`` and ``new`` hold every round (``read_results(..., all_rounds=True)``);
+    ``checks_failed`` each side's failed checks by cell id. Besides one entry per cell and
+    metric, a cell gets a ``failures`` entry when its share of failed rounds grew, and a
+    ``total`` entry with a status but no times when one side has no measured round (``only
+    in base``, ``failed in new``, ...) or a side's cell failed its checks (``checks failed``:
+    its seconds are not evidence). The tests of every cell and metric are one family: each
+    p is Holm-adjusted over all of them.
     """
     def by_cell(boots: list[BootResult]) -> dict[str, list[BootResult]]:
         out: dict[str, list[BootResult]] = {}
@@ -152,7 +200,8 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
         return out
 
     cells_base, cells_new = by_cell(base), by_cell(new)
-    changes = []
+    changes: list[CellChange] = []
+    tests: list[tuple[str, str, list[float], list[float], float | None]] = []
     for cell in sorted(set(cells_base) | set(cells_new)):
         b_all, n_all = cells_base.get(cell, []), cells_new.get(cell, [])
         b_ok = [b for b in b_all if b.state == "measured"]
@@ -163,13 +212,12 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
                               None, None, False, status, note)
 
         if not b_all:
-            changes.append(flat("only in new"))
+            changes.append(flat("only in new", "NEW measured it, BASE has no boot of it"
+                                if n_ok else "in NEW only, and never measured there"))
             continue
         if not n_all:
-            if b_ok:
-                changes.append(flat("only in base", "BASE measured it, NEW has no boot of it"))
-            else:  # nothing was lost: BASE never measured it either
-                changes.append(flat("no change", "never measured in BASE, absent from NEW"))
+            changes.append(flat("only in base", "BASE measured it, NEW has no boot of it"
+                                if b_ok else "in BASE only, and never measured there"))
             continue
         errors = "; ".join(sorted({b.error for b in n_all if b.error}))[:200]
         if b_ok and not n_ok:
@@ -198,8 +246,16 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
             changes.append(flat("fixed in new"))
             continue
         if not b_ok:
-            changes.append(flat("no change", "no round measured on either side"))
+            changes.append(flat("not measured", "no round measured on either side"))
             continue
+        failed_checks = [f"{side}: {check}" for side, by in zip(("base", "new"), checks_failed)
+                         for check in by.get(cell, [])]
+        if failed_checks:
+            # A boot that failed its checks (page cache not evicted, probes that found
+            # nothing) measured something else than its cell: no evidence either way. Its
+            # seconds are still shown, outside the family of tests, as "not judged".
+            changes.append(flat("checks failed", "; ".join(failed_checks)[:300],
+                                metric="checks"))
         wall = all(b.wall_s is not None for b in b_ok + n_ok)
         for metric in (*PHASE_NAMES, TOTAL):
             bv, nv = metric_values(b_ok, metric, wall), metric_values(n_ok, metric, wall)
@@ -207,10 +263,25 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
                 changes.append(flat("metric lost", f"{metric}: measured in BASE, in no "
                                     "measured round of NEW", metric=metric))
                 continue
-            if not bv or not nv:
-                continue
-            changes.append(metric_change(cell, metric, bv, nv, threshold=threshold,
-                                         floor_s=floor_s, alpha=alpha))
+            if bv and nv and failed_checks:
+                shown = metric_change(cell, metric, bv, nv, threshold=threshold,
+                                      floor_s=floor_s, alpha=alpha)
+                if shown.status != "no change":
+                    shown.note = f"not judged (checks failed on a side): {shown.status}"
+                    shown.status, shown.significant = "not judged", False
+                changes.append(shown)
+            elif bv and nv:
+                tests.append((cell, metric, bv, nv, _round_test(bv, nv)))
+    family = sum(p is not None for *_, p in tests)
+    adjusted = iter(holm_adjusted([p for *_, p in tests if p is not None]))
+    for cell, metric, bv, nv, p in tests:
+        changes.append(metric_change(cell, metric, bv, nv, threshold=threshold,
+                                     floor_s=floor_s, alpha=alpha, family=max(family, 1),
+                                     p_value=p, p_adjusted=None if p is None else next(adjusted)))
+    order = {cell: i for i, cell in enumerate(sorted(set(cells_base) | set(cells_new)))}
+    metric_order = {m: i for i, m in enumerate(("failures", "skips", "checks", *PHASE_NAMES,
+                                                TOTAL))}
+    changes.sort(key=lambda c: (order[c.cell], metric_order.get(c.metric, 99)))
     return changes
 
 
@@ -288,6 +359,8 @@ def where_changes_went(changes: list[CellChange], details: list[DetailChange]
 
 def failing_changes(changes: list[CellChange], *, strict: bool = False,
                     allow_missing: bool = False) -> list[CellChange]:
-    """The changes that fail the gate (see ``analysis.compare``'s docstring)."""
-    failing = FAILING | (set() if allow_missing else MISSING) | (POSSIBLE if strict else set())
+    """The changes that are regressions (``--strict``: possible ones too); the verdict's
+    other half, what leaves it inconclusive, is ``analysis.verdict.judge``'s."""
+    del allow_missing  # what is missing leaves the verdict inconclusive, never a regression
+    failing = FAILING | (POSSIBLE if strict else set())
     return [c for c in changes if c.status in failing]

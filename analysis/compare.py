@@ -1,7 +1,9 @@
-"""Compare two result documents phase by phase; exit 1 on a regression (the CI gate).
+"""Compare two result documents phase by phase and give one verdict: pass (exit 0),
+regression (exit 1) or inconclusive (exit 3). The CI gate.
 
     python -m analysis.compare BASE.json NEW.json [--threshold 0.10] [--noise-floor-s 0.05]
-        [--alpha 0.05] [--force] [--strict] [--allow-missing] [--json FILE] [--all]
+        [--alpha 0.05] [--strict] [--allow-missing] [--accept-machine-difference]
+        [--accept-inconclusive] [--json FILE] [--all]
 
 Cells are matched by their run's cell id (model, loader, compile_cache, page_cache, entrypoint
 and a matrix file's own axes; the platform is checked with the machine, below); the vLLM
@@ -9,28 +11,39 @@ version is what is under test, so it is reported, never matched on. For every ce
 phase (and the total: the wall time when both sides have it, else the sum of the phases):
 
 - the change of the median over rounds, absolute and relative: per metric, the median of
-  the measured rounds' values (``median_of_rounds``, the one median every page shows:
-  ``analysis.report``'s run page states the same per cell; the median *round*, the boot of
-  median wall time that a run keeps as its headline, is a boot, not this statistic);
+  the measured rounds' values (``median_of_rounds``, the one median every page shows);
 - a noise floor: the larger of ``--noise-floor-s`` and the interquartile range of either side
   (``scipy.stats.iqr``); a change inside it is noise;
 - a two-sided Mann-Whitney U test of the rounds (``scipy.stats.mannwhitneyu``; H. B. Mann and
-  D. R. Whitney, *Ann. Math. Statist.* 18, 1947) where both sides have at least two rounds.
-  Its p is exact (every arrangement of the rounds enumerated, ties included) up to
+  D. R. Whitney, *Ann. Math. Statist.* 18, 1947) where both sides have at least two rounds,
+  exact (every arrangement of the rounds enumerated, ties included) up to
   ``EXACT_MAX_ARRANGEMENTS``; scipy's default would use the normal approximation as soon as
-  two rounds tie, which gives p below what the rounds can attain (3 vs 3 tied rounds: 0.047
-  where the exact p is 0.10). One round per side is never called significant; with few
-  rounds the test cannot reach ``--alpha`` at all (at 0.05 it needs 4 rounds a side, or 3
-  against 5): such a change is never significant, and the report says so.
+  two rounds tie, which gives p below what the rounds can attain;
+- **Holm's correction** over every test of the comparison (every cell x metric tested: the
+  family). Holm, not Benjamini-Hochberg: the gate fails a whole release on any one
+  regression it names, so the error to bound is the chance of naming any false one (the
+  family-wise rate, which Holm holds at alpha under any dependence between the tests; the
+  total is the sum of the phases, and phases of one boot move together), not the share of
+  false ones among many (BH's false discovery rate, which also assumes a positive dependence
+  two-sided tests do not guarantee).
 
-A regression is slower by more than ``--threshold`` (relative) and more than the noise floor,
-and significant. These fail the gate too: a cell measured in BASE that failed in NEW; a cell
-whose share of failed rounds grew (``failures grew``); a cell of BASE that NEW lacks or never
-measured (``only in base``, ``not measured in new``), whose share of skipped rounds grew
-(``skips grew``), or a phase or total BASE measured and no measured round of NEW has
-(``metric lost``; ``--allow-missing`` lets these four pass).
-Slower beyond threshold and floor but without a significant test is reported as "possible
-regression"; ``--strict`` fails on those as well (what a one-round CI run must use).
+The decision rule (``analysis.verdict``): a **regression** is slower by more than
+``--threshold`` (relative) and the noise floor, with a Holm-adjusted p < ``--alpha``; a cell
+measured in BASE that failed in NEW, or whose share of failed rounds grew, is one too. The
+verdict is **inconclusive** where the evidence is missing: a slowdown beyond threshold and
+floor that the test does not confirm ("possible regression": ``--strict`` makes it a
+regression), a cell with no measured round on a side (``only in base``, ``only in new``,
+``not measured in new``, ``not measured``), more skipped rounds, a phase NEW lost
+(``--allow-missing`` accepts these), a cell that failed its checks on a side (its seconds
+measured something else), machines that differ (``--accept-machine-difference``), or
+nothing compared at all. Otherwise the verdict is **pass**. ``--accept-inconclusive`` exits 0
+on an inconclusive verdict, which still says so.
+
+The fewest rounds: Holm's first step needs p < alpha / m among m tests, and n vs n rounds
+can give at best 2 / C(2n, n) (``fewest_rounds``): at alpha 0.05, one CPU cell (five phases
+measured and the total: m = 6) needs 5 rounds a side, the six-cell smoke matrix (m = 36) 7.
+The gate runs that many by default; an inconclusive verdict names the gate command that
+would decide it.
 
 Beneath the verdicts, where each phase's change went (``detail_changes``, never gated): each
 sub-phase's change, the change of the part of the phase in no sub-phase (per round, the phase
@@ -41,11 +54,13 @@ sub-phase").
 Two runs must share a cell: runs with none in common (two different matrices) are refused
 (exit 2); with cells only on one side, one warning line says how many.
 
-The run's checked metadata (``machine_info``: CPU model, core count, OS and machine, GPU
-model, and the boots' platform) must agree; otherwise the comparison is refused (exit 2)
-unless ``--force``. A merge of shards (``analysis.merge``) is checked cell by cell: each
-cell's machine against the machine the same cell ran on in the other run. A document without any boot is refused (exit 2).
-Exit codes: 0 no regression, 1 regression, 2 bad input or refused comparison.
+The machines must be comparable (``analysis.dataset.machine_identity(full=True)``): CPU model,
+ISA flags, cores and affinity, memory, kernel, OS and architecture, platform, GPU model and
+driver, and the storage under the model folder. A merge of shards (``analysis.merge``) is
+checked cell by cell: each cell's machine against the machine the same cell ran on in the
+other run. A fact one side did not record is listed as unchecked. A document without any boot
+is refused (exit 2).
+Exit codes: 0 pass, 1 regression, 3 inconclusive, 2 bad input or a refused comparison.
 """
 
 from __future__ import annotations
@@ -61,6 +76,7 @@ from typing import Any
 from analysis.changes import (
     EXACT_MAX_ARRANGEMENTS,
     FAILING,
+    INCONCLUSIVE,
     MISSING,
     POSSIBLE,
     CellChange,
@@ -85,14 +101,15 @@ from analysis.metrics import (
     metric_values,
 )
 from coldstart.cli import InputError, check_output, console_width, progress_name, run_program
-from harness.document import RunDocument, read_cells
-from harness.schema import BootResult, SchemaError
+from analysis.verdict import EXIT_INCONCLUSIVE, Verdict, gate_command, judge, verdict_lines
+from harness.document import RunDocument, cell_axes, read_cells
+from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
 # The verdicts live in analysis.changes, a metric's round values in analysis.metrics: every
 # name stays importable from here.
 __all__ = ["CELL_FIELDS", "EXACT_MAX_ARRANGEMENTS", "FAILING", "MISSING", "NO_SUBPHASE",
            "OVERLAPPING_SUBPHASES", "OVERLAP_TOLERANCE_S", "POSSIBLE", "RESIDUAL", "TOTAL",
-           "CellChange", "DetailChange", "Prepared", "cell_of_boot",
+           "CellChange", "Comparison", "DetailChange", "Prepared", "cell_of_boot", "decide",
            "cell_overlap", "compare_results", "detail_changes", "failing_changes", "main",
            "median_of_rounds", "metric_change", "metric_values", "min_two_sided_p", "prepare",
            "vllm_versions", "where_changes_went"]
@@ -107,22 +124,24 @@ def vllm_versions(doc: RunDocument | None, boots: list[BootResult]) -> str:
     return ", ".join(found) or "unknown"
 
 
-def _load(path: str) -> tuple[RunDocument | None, list[BootResult]]:
+def _load(path: str) -> tuple[RunDocument | None, list[BootResult], dict[str, list[str]]]:
+    """The run's document, every round of every cell, and the checks each cell failed."""
     doc, cells = read_cells(path)  # raises SchemaError on a bad file
     boots = [r for c in cells for r in c.rounds]
     if not boots:
         # An empty run must not pass the gate as "nothing changed".
         raise SchemaError(f"{path}: holds no boot (no benchmarks, nothing unrecorded): "
                           "nothing to compare")
-    return doc, boots
+    checks = {cell_of_boot(c.headline): list(c.checks_failed) for c in cells if c.checks_failed}
+    return doc, boots, checks
 
 
 def _cell_machines(doc: RunDocument | None,
                    boots: list[BootResult]) -> dict[str, dict[str, Any]]:
     """Each cell's machine identity: its own in a merge of shards, else the document's."""
-    cells = cell_identities(doc)
+    cells = cell_identities(doc, full=True)
     if not cells:
-        ident = machine_identity(doc, boots)
+        ident = machine_identity(doc, boots, full=True)
         return {cell_of_boot(b): ident for b in boots}
     return {cell_of_boot(head): ident for head, ident in cells}
 
@@ -166,27 +185,94 @@ class Prepared:
     disagree: dict[str, tuple[Any, Any]]
     unchecked: list[str]
     overlap_warning: str | None
+    checks_failed: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {})
 
 
 def prepare(base_path: str, new_path: str, *, force: bool = False) -> Prepared:
-    """Read both runs; refuse (SchemaError) an empty run, runs whose checked metadata differ
-    (unless ``force``) and runs with no cell in common. What ``analysis.report`` uses too."""
-    base_doc, base = _load(base_path)
-    new_doc, new = _load(new_path)
-    meta_base, meta_new = machine_identity(base_doc, base), machine_identity(new_doc, new)
+    """Read both runs; refuse (SchemaError) an empty run and runs with no cell in common.
+    Machines that differ are stated in ``disagree`` (the verdict is inconclusive unless they
+    are accepted). What ``analysis.report`` uses too. ``force`` is kept for callers; the
+    acceptance is the verdict's (``analysis.verdict.judge``)."""
+    del force
+    base_doc, base, base_checks = _load(base_path)
+    new_doc, new, new_checks = _load(new_path)
+    meta_base = machine_identity(base_doc, base, full=True)
+    meta_new = machine_identity(new_doc, new, full=True)
     disagree = machine_differences(meta_base, meta_new)
     if cell_identities(base_doc) or cell_identities(new_doc):
         # A merge of shards: each cell against the machine the same cell ran on in the other.
         disagree = _cell_machine_differences(_cell_machines(base_doc, base),
                                              _cell_machines(new_doc, new))
-    unchecked = [k for k in meta_base if meta_base[k] is None or meta_new[k] is None]
-    if disagree and not force:
-        what = "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items())
-        raise SchemaError(f"runs differ in checked metadata ({what}): not comparable; "
-                          "--force to compare anyway")
+    unchecked = [k for k in meta_base if meta_base[k] is None or meta_new.get(k) is None]
     warning = cell_overlap(base, new, str(base_path), str(new_path))
     return Prepared(base_doc, base, new_doc, new, meta_base, meta_new, disagree, unchecked,
-                    warning)
+                    warning, (base_checks, new_checks))
+
+
+@dataclass
+class Comparison:
+    """Two runs compared: what was read, every change, where each went, and the verdict."""
+
+    prepared: Prepared
+    changes: list[CellChange]
+    details: list[DetailChange]
+    verdict: Verdict
+
+
+def _release(doc: RunDocument | None, boots: list[BootResult], side: str) -> str:
+    """The release a side ran, as the gate names it (NAME==VERSION)."""
+    gate = doc.coldstart.gate if doc is not None else None
+    if isinstance(gate, dict) and gate.get(side):
+        return str(gate[side])
+    dist = (doc.machine_facts.get("vllm_distribution") if doc is not None else None) or "vllm"
+    version = vllm_versions(doc, boots)
+    return f"{dist}=={version}" if version != "unknown" and "," not in version else \
+        f"{side.upper()}_RELEASE"
+
+
+def _decide_with(prepared: Prepared, changes: list[CellChange], alpha: float) -> str:
+    """The gate command that would decide the cells this comparison left undecided."""
+    undecided = {c.cell for c in changes if c.status in INCONCLUSIVE}
+    if prepared.disagree:  # on differing machines every cell is undecided
+        undecided = {c.cell for c in changes}
+    axes = {cell_of_boot(b): cell_axes(b) for b in prepared.base + prepared.new}
+    timed = [c for c in changes if c.change_s is not None]
+    per_cell = max((sum(c.cell == cell for c in timed) for cell in {c.cell for c in timed}),
+                   default=len(PHASE_NAMES) + 1)
+    # Rounds that could have been significant and overlapped: more of them, not the fewest.
+    rounds_now = max((min(c.n_base, c.n_new) for c in changes if c.cell in undecided
+                      and c.min_attainable_p is not None
+                      and c.min_attainable_p < alpha / c.family and not c.significant
+                      and c.status in INCONCLUSIVE), default=0)
+    matrix = next((d.coldstart.matrix for d in (prepared.new_doc, prepared.base_doc)
+                   if d is not None and d.coldstart.matrix), None)
+    return gate_command(_release(prepared.base_doc, prepared.base, "base"),
+                        _release(prepared.new_doc, prepared.new, "new"), matrix,
+                        [axes[c] for c in sorted(undecided) if c in axes],
+                        family=per_cell * max(len(undecided), 1), alpha=alpha,
+                        rounds_now=rounds_now)
+
+
+def decide(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
+           noise_floor_s: float = 0.05, alpha: float = 0.05, strict: bool = False,
+           allow_missing: bool = False, accept_inconclusive: bool = False,
+           accept_machine_difference: bool = False) -> Comparison:
+    """Read, compare and judge two runs: what the console, compare.json and the page state.
+    Bad input or a refused comparison raises its ``UserError``."""
+    if not (math.isfinite(threshold) and math.isfinite(noise_floor_s)) \
+            or threshold < 0 or noise_floor_s < 0 or not 0 < alpha < 1:
+        # NaN compares false with everything: it would turn every change into "no change".
+        raise InputError("--threshold and --noise-floor-s must be finite and >= 0, --alpha "
+                         "in (0, 1)")
+    prepared = prepare(str(base_path), str(new_path))
+    changes = compare_results(prepared.base, prepared.new, threshold=threshold,
+                              floor_s=noise_floor_s, alpha=alpha,
+                              checks_failed=prepared.checks_failed)
+    verdict = judge(changes, machine_differences=prepared.disagree, strict=strict,
+                    allow_missing=allow_missing, accept_inconclusive=accept_inconclusive,
+                    accept_machine_difference=accept_machine_difference,
+                    decide_with=_decide_with(prepared, changes, alpha))
+    return Comparison(prepared, changes, detail_changes(prepared.base, prepared.new), verdict)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -198,44 +284,44 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--noise-floor-s", type=float, default=0.05,
                         help="absolute change in seconds below which a change is noise")
     parser.add_argument("--alpha", type=float, default=0.05, help="test level")
-    parser.add_argument("--force", action="store_true",
-                        help="compare even when the checked metadata disagree")
+    parser.add_argument("--accept-machine-difference", "--force", dest="force",
+                        action="store_true",
+                        help="judge runs of differing machines as if one machine ran both "
+                             "(else the verdict is inconclusive)")
     parser.add_argument("--strict", action="store_true",
-                        help="also fail on possible regressions (beyond threshold, untested); "
-                             "needed where the rounds cannot reach --alpha (one round a side)")
+                        help="a slowdown beyond the threshold that the rounds cannot confirm "
+                             "is a regression (else the verdict is inconclusive)")
     parser.add_argument("--allow-missing", action="store_true",
-                        help="let cells of BASE that NEW lacks or never measured, more "
-                             "skipped rounds and phases NEW lost pass")
+                        help="accept cells one side lacks or never measured, more skipped "
+                             "rounds and phases NEW lost (else the verdict is inconclusive)")
+    parser.add_argument("--accept-inconclusive", action="store_true",
+                        help="exit 0 on an inconclusive verdict (still stated as such)")
     parser.add_argument("--all", action="store_true", help="list unchanged metrics too")
     parser.add_argument("--json", help="write every comparison as JSON here")
 
 
 def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
                  noise_floor_s: float = 0.05, alpha: float = 0.05, force: bool = False,
-                 strict: bool = False, allow_missing: bool = False, show_all: bool = False,
+                 strict: bool = False, allow_missing: bool = False,
+                 accept_inconclusive: bool = False, show_all: bool = False,
                  json_path: str | Path | None = None,
                  program: str = "analysis.compare") -> int:
-    """``python -m analysis.compare`` as a function: print the table (and the warning of
-    cells on one side) and write ``json_path``; 0 no regression, 1 regression. Bad input or
-    a refused comparison raises its ``UserError`` (``InputError``, ``SchemaError``)."""
-    if not (math.isfinite(threshold) and math.isfinite(noise_floor_s)) \
-            or threshold < 0 or noise_floor_s < 0 or not 0 < alpha < 1:
-        # NaN compares false with everything: it would turn every change into "no change".
-        raise InputError("--threshold and --noise-floor-s must be finite and >= 0, --alpha "
-                         "in (0, 1)")
-
-    prepared = prepare(str(base_path), str(new_path), force=force)
+    """``python -m analysis.compare`` as a function: print the table, the verdict and why
+    (and the warning of cells on one side) and write ``json_path``; the verdict's exit code
+    (0 pass, 1 regression, 3 inconclusive). Bad input or a refused comparison raises its
+    ``UserError`` (``InputError``, ``SchemaError``)."""
+    comparison = decide(base_path, new_path, threshold=threshold, noise_floor_s=noise_floor_s,
+                        alpha=alpha, strict=strict, allow_missing=allow_missing,
+                        accept_inconclusive=accept_inconclusive,
+                        accept_machine_difference=force)
+    prepared, changes, details = comparison.prepared, comparison.changes, comparison.details
+    verdict = comparison.verdict
     base_doc, base, new_doc, new = (prepared.base_doc, prepared.base, prepared.new_doc,
                                     prepared.new)
     meta_base, meta_new = prepared.meta_base, prepared.meta_new
     disagree, unchecked = prepared.disagree, prepared.unchecked
     if prepared.overlap_warning:
         print(f"{program}: warning: {prepared.overlap_warning}", file=sys.stderr)
-
-    changes = compare_results(base, new, threshold=threshold,
-                              floor_s=noise_floor_s, alpha=alpha)
-    failed = failing_changes(changes, strict=strict, allow_missing=allow_missing)
-    details = detail_changes(base, new)
     went = where_changes_went(changes, details)
 
     from rich.console import Console
@@ -244,13 +330,15 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     console = Console(width=console_width(140))
     console.print(f"vLLM {vllm_versions(base_doc, base)} (base) -> {vllm_versions(new_doc, new)} (new)")
     if disagree:
-        console.print("[red]compared despite differing metadata (--force):[/red] "
-                      + "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items()))
+        console.print(("compared despite differing machines (--accept-machine-difference): "
+                       if force else "the machines differ: ")
+                      + "; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in disagree.items()),
+                      markup=False, highlight=False)
     if unchecked:
         console.print("metadata not recorded on a side, unchecked: " + ", ".join(unchecked))
     table = Table(title_justify="left")
     for h in ("cell", "metric", "base median s", "new median s", "change", "noise s", "n",
-              "p", "status"):
+              "p (Holm)", "status"):
         table.add_column(h, overflow="fold")
     shown = [c for c in changes if show_all or c.status != "no change"]
     for c in shown:
@@ -259,7 +347,8 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
                       "-" if c.base_median_s is None else f"{c.base_median_s:.2f}",
                       "-" if c.new_median_s is None else f"{c.new_median_s:.2f}", change,
                       f"{c.noise_floor_s:.2f}", f"{c.n_base}/{c.n_new}",
-                      "-" if c.p_value is None else f"{c.p_value:.3f}",
+                      "-" if c.p_value is None or c.p_adjusted is None
+                      else f"{c.p_value:.3f} ({c.p_adjusted:.3f})",
                       c.status + (f" ({c.note})" if c.note and c.status != "no change" else ""))
     if shown:
         console.print(table)
@@ -270,32 +359,32 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     one_side = {side: sum(c.status == f"only in {side}" for c in changes)
                 for side in ("base", "new")}
     compared = len(changes) - sum(one_side.values())
-    console.print(f"{compared} comparisons, {sum(c.status == 'no change' for c in changes)} "
-                  f"unchanged, {len(failed)} failing the gate"
+    tested = next((c.family for c in changes if c.p_adjusted is not None), 0)
+    console.print(f"{compared} comparisons ({tested} tested together, Holm-corrected), "
+                  f"{sum(c.status == 'no change' for c in changes)} unchanged, "
+                  f"{sum(c.status in FAILING for c in changes)} regressing, "
+                  f"{sum(c.status in INCONCLUSIVE for c in changes)} undecided"
                   + "".join(f"; {n} cell(s) only in {side}" for side, n in one_side.items()
                             if n))
-    # Timed comparisons whose rounds cannot give p < alpha (one round a side: no test).
-    untestable = sum(c.base_median_s is not None and (c.min_attainable_p is None
-                                                      or c.min_attainable_p >= alpha)
-                     for c in changes)
-    if untestable and not strict:
-        console.print(f"[yellow]{untestable} comparisons have too few rounds to reach p < "
-                      f"{alpha}: a slowdown there can only fail the gate with "
-                      "--strict[/yellow]")
+    for line in verdict_lines(verdict):
+        console.print(line, soft_wrap=True, highlight=False, markup=False)
     if json_path:
         Path(json_path).write_text(json.dumps({
             "base": str(base_path), "new": str(new_path),
+            "verdict": verdict.model_dump(mode="json"),
             "metadata": {"base": meta_base, "new": meta_new},
             "metadata_disagreement": {k: list(v) for k, v in disagree.items()},
+            "metadata_unchecked": unchecked,
             "vllm_version": {"base": vllm_versions(base_doc, base), "new": vllm_versions(new_doc, new)},
             "threshold": threshold, "noise_floor_s": noise_floor_s,
             "alpha": alpha, "strict": strict, "allow_missing": allow_missing,
+            "accept_machine_difference": force, "accept_inconclusive": accept_inconclusive,
             "changes": [asdict(c) for c in changes],
             "details": [asdict(d) for d in details],
             "where_changes_went": [{"cell": k[0], "phase": k[1], "line": v}
                                    for k, v in went.items()],
-            "failing": len(failed)}, indent=2) + "\n")
-    return 1 if failed else 0
+            "failing": sum(c.status in FAILING for c in changes)}, indent=2) + "\n")
+    return verdict.exit_code
 
 
 def run(args: argparse.Namespace) -> int:
@@ -303,7 +392,7 @@ def run(args: argparse.Namespace) -> int:
     return compare_runs(args.base, args.new, threshold=args.threshold,
                         noise_floor_s=args.noise_floor_s, alpha=args.alpha, force=args.force,
                         strict=args.strict, allow_missing=args.allow_missing,
-                        show_all=args.all, json_path=args.json,
+                        accept_inconclusive=args.accept_inconclusive, show_all=args.all, json_path=args.json,
                         program=progress_name(args, "analysis.compare"))
 
 

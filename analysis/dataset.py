@@ -25,7 +25,7 @@ from analysis.storage import row_load_bandwidth
 from harness.document import RunCell, RunDocument, boot_of, read_cells, recorded_facts
 from harness.schema import PHASE_NAMES, BootResult, gpu_models
 
-__all__ = ["CONFIG_FIELDS", "MERGED_KEY", "Row", "Dataset", "build_dataset", "cell_identities",
+__all__ = ["COMPARABLE_FACTS", "CONFIG_FIELDS", "MERGED_KEY", "Row", "Dataset", "build_dataset", "cell_identities",
            "config_label", "document_machines", "group_machines", "info_identity", "InputFile",
            "machine_differences", "machine_identity", "merged_machine", "one_machine"]
 
@@ -61,33 +61,75 @@ def _cpu(info: dict[str, Any]) -> tuple[Any, Any]:
     return cpu, info.get("cpu_count")
 
 
-def machine_identity(doc: RunDocument | None, boots: list[BootResult]) -> dict[str, Any]:
+def machine_identity(doc: RunDocument | None, boots: list[BootResult], *,
+                     full: bool = False) -> dict[str, Any]:
     """What must agree between two runs for their seconds to be comparable or fitted together.
 
     Read from pytest-benchmark's ``machine_info`` (``cpu.brand_raw``, ``cpu.count``,
     ``system``, ``machine``) and, where those are absent, from the suite's own
     ``machine_info.coldstart`` facts (``benchmarks/provenance.py``); the platform from the
     boots themselves. A bare BootResult file (``python -m harness --out``, no document) has
-    no ``machine_info``: all but its platform is None, unknown.
+    no ``machine_info``: all but its platform is None, unknown. ``full``: also what a
+    comparison of two runs must hold equal (``COMPARABLE_FACTS``).
     """
     return info_identity(doc.machine_info if doc is not None else {},
-                         sorted({b.platform for b in boots if b.platform}))
+                         sorted({b.platform for b in boots if b.platform}), full=full)
 
 
-def info_identity(info: Any, platforms: list[str]) -> dict[str, Any]:
+def _isa(ours: dict[str, Any]) -> str | None:
+    flags = ours.get("cpu_isa")
+    return " ".join(sorted(flags)) if isinstance(flags, list) else None
+
+
+def _memory_gib(ours: dict[str, Any]) -> int | None:
+    # Whole GiB: two VMs of one size differ by the few MiB their kernels reserve.
+    value = ours.get("memory_bytes")
+    return round(value / 2**30) if isinstance(value, (int, float)) else None
+
+
+def _storage(ours: dict[str, Any]) -> str | None:
+    storage = ours.get("fixture_storage")
+    if not isinstance(storage, dict) or not storage.get("device"):
+        return None
+    kind = {True: ", rotational", False: ", solid-state"}.get(storage.get("rotational"), "")
+    return f"{storage['device']} ({storage.get('filesystem') or '?'}{kind})"
+
+
+def _gpu_driver(ours: dict[str, Any]) -> str | None:
+    return ours.get("cuda_driver") or None
+
+
+# Beyond what a fit pools by: what two runs compared for a gate must share, or the change
+# may be the machine's. Two VMs both named "Intel(R) Xeon(R) Processor" differed in AMX and
+# booted 15-25 % apart; the storage under the model folder sets model_loading's seconds.
+COMPARABLE_FACTS = {
+    "cpu_isa": _isa,
+    "cpu_affinity": lambda ours: ours.get("cpu_affinity"),
+    "memory_gib": _memory_gib,
+    "kernel": lambda ours: ours.get("kernel"),
+    "gpu_driver": _gpu_driver,
+    "storage": _storage,
+}
+
+
+def info_identity(info: Any, platforms: list[str], *, full: bool = False) -> dict[str, Any]:
     """``machine_identity`` of one ``machine_info`` object and the platforms its boots ran."""
     info = info if isinstance(info, dict) else {}
     ours = recorded_facts(info)
     brand, count = _cpu(info)
     gpus = gpu_models(ours.get("gpus"))
-    return {"cpu": brand or ours.get("cpu_model"),
-            "cpu_count": count if count is not None else ours.get("cpu_count"),
-            "system": info.get("system"), "machine": info.get("machine"),
-            "platform": ",".join(platforms) if platforms else ours.get("platform"),
-            "gpu": ",".join(gpus) if gpus else info.get("gpu")}
+    out = {"cpu": brand or ours.get("cpu_model"),
+           "cpu_count": count if count is not None else ours.get("cpu_count"),
+           "system": info.get("system"), "machine": info.get("machine"),
+           "platform": ",".join(platforms) if platforms else ours.get("platform"),
+           "gpu": ",".join(gpus) if gpus else info.get("gpu")}
+    if full:
+        out.update({key: read(ours) for key, read in COMPARABLE_FACTS.items()})
+    return out
 
 
-def cell_identities(doc: RunDocument | None) -> list[tuple[BootResult, dict[str, Any]]]:
+def cell_identities(doc: RunDocument | None, *, full: bool = False
+                    ) -> list[tuple[BootResult, dict[str, Any]]]:
     """(headline round, ``machine_identity``) of every cell of a merge of shards
     (``analysis.merge``, ``coldstart.merged_from``), each cell from its own ``machine_info``;
     [] for a document of one run, whose cells share the document's machine."""
@@ -95,7 +137,8 @@ def cell_identities(doc: RunDocument | None) -> list[tuple[BootResult, dict[str,
         return []
     cells: list[tuple[BootResult, Any]] = [(e.extra_info, e.machine_info) for e in doc.benchmarks]
     cells += [(u, u.machine_info) for u in doc.coldstart.unrecorded]
-    return [(boot_of(fields), info_identity(info, [fields.platform] if fields.platform else []))
+    return [(boot_of(fields), info_identity(info, [fields.platform] if fields.platform else [],
+                                            full=full))
             for fields, info in cells]
 
 

@@ -87,7 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--alpha", type=float, default=0.05)
     group.add_argument("--strict", action="store_true")
     group.add_argument("--allow-missing", action="store_true")
-    group.add_argument("--force", action="store_true")
+    group.add_argument("--accept-machine-difference", "--force", dest="force",
+                       action="store_true")
+    group.add_argument("--accept-inconclusive", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -112,9 +114,11 @@ def run(args: argparse.Namespace) -> int:
         text, code = render_comparison(
             args.json[0], args.json[1], threshold=args.threshold, floor_s=args.noise_floor_s,
             alpha=args.alpha, strict=args.strict, allow_missing=args.allow_missing,
-            force=args.force,
+            force=args.force, accept_inconclusive=args.accept_inconclusive,
             warn=lambda line: print(f"{prog}: warning: {line}", file=sys.stderr))
-        summary = f"; the gate {'fails' if code else 'passes'}"
+        summary = "; verdict: " + {0: "pass", 1: "REGRESSION (compare exits 1)",
+                                   3: "INCONCLUSIVE (compare exits 3)"}.get(
+                                       code, f"compare exits {code}")
     out.write_text(text, encoding="utf-8")
     print(f"{out} ({out.stat().st_size / 1e3:.0f} kB){summary}")
     return 0

@@ -20,17 +20,19 @@ from harness.schema import BootResult
 __all__ = ["render_comparison"]
 
 # The order of the verdicts on the page, the gravest first.
-_STATUS_ORDER = ("failed in new", "failures grew", "regression", "only in base",
-                 "not measured in new", "skips grew", "metric lost", "possible regression",
-                 "improvement", "possible improvement", "fixed in new", "only in new",
-                 "no change")
+_STATUS_ORDER = ("failed in new", "failures grew", "regression", "checks failed",
+                 "only in base", "not measured in new", "not measured", "skips grew",
+                 "metric lost", "possible regression", "only in new", "improvement",
+                 "possible improvement", "fixed in new", "no change")
 _RANK = {s: i for i, s in enumerate(_STATUS_ORDER)}
 
 
 def _status_class(status: str, failing: bool) -> str:
+    from analysis.changes import INCONCLUSIVE
+
     if failing:
         return "failing"
-    if "possible" in status:
+    if "possible" in status or status in INCONCLUSIVE:
         return "possible"
     if status in ("improvement", "fixed in new"):
         return "improvement"
@@ -65,6 +67,7 @@ def _change_rows(changes: list[Any], failing_ids: set[int], short: dict[str, str
                          "-" if c.change_rel is None or not math.isfinite(c.change_rel)
                          else f"{100 * c.change_rel:+.1f} %", number_text(c.noise_floor_s),
                          f"{c.n_base}/{c.n_new}", number_text(c.p_value, "{:.3f}"),
+                         number_text(c.p_adjusted, "{:.3f}"),
                          c.status + (" (fails the gate)" if fails else ""),
                          "" if shared_note else c.note]})
     return rows
@@ -110,28 +113,29 @@ def _round_plots(base: list[BootResult], new: list[BootResult],
 def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
                       floor_s: float = 0.05, alpha: float = 0.05, strict: bool = False,
                       allow_missing: bool = False, force: bool = False,
-                      warn: Any = None) -> tuple[str, int]:
+                      accept_inconclusive: bool = False, warn: Any = None) -> tuple[str, int]:
     """The comparison page's HTML and the exit code ``analysis.compare`` would give.
 
-    The runs are read and checked by ``analysis.compare.prepare`` (SchemaError: an empty run,
-    differing metadata without ``force``, no cell in common); ``warn`` (a callable) gets its
-    warning line where some cells are on one side only, which the page states too.
+    The runs are read, compared and judged by ``analysis.compare.decide`` (SchemaError: an
+    empty run, no cell in common); ``warn`` (a callable) gets its warning line where some
+    cells are on one side only, which the page states too. The verdict heads the page.
     """
     from analysis import compare
+    from analysis.verdict import verdict_lines
 
-    run = compare.prepare(str(base_path), str(new_path), force=force)
+    decided = compare.decide(base_path, new_path, threshold=threshold, noise_floor_s=floor_s,
+                             alpha=alpha, strict=strict, allow_missing=allow_missing,
+                             accept_inconclusive=accept_inconclusive,
+                             accept_machine_difference=force)
+    run, changes, details, verdict = (decided.prepared, decided.changes, decided.details,
+                                      decided.verdict)
     if run.overlap_warning and warn is not None:
         warn(run.overlap_warning)
-    changes = compare.compare_results(run.base, run.new, threshold=threshold, floor_s=floor_s,
-                                      alpha=alpha)
-    details = compare.detail_changes(run.base, run.new)
-    failing = compare.failing_changes(changes, strict=strict, allow_missing=allow_missing)
+    failing = compare.failing_changes(changes, strict=strict)
     options = (f"--threshold {threshold} --noise-floor-s {floor_s} --alpha {alpha}"
                + (" --strict" if strict else "") + (" --allow-missing" if allow_missing else "")
-               + (" --force" if force else ""))
-    untestable = sum(c.base_median_s is not None and (c.min_attainable_p is None
-                                                      or c.min_attainable_p >= alpha)
-                     for c in changes)
+               + (" --accept-machine-difference" if force else "")
+               + (" --accept-inconclusive" if accept_inconclusive else ""))
     short, shared_fields = _short_names(changes)
     notes = {c.note for c in changes}
     shared_note = notes.pop() if len(notes) == 1 else None
@@ -142,21 +146,27 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
         sides.append((command_facts(doc, cells), dict(machine_rows(doc, cells))))
     keys = list(dict.fromkeys([*sides[0][1], *sides[1][1]]))
     machine = [[k, sides[0][1].get(k, "-"), sides[1][1].get(k, "-")] for k in keys]
+    # What the verdict checked of the machines, side by side (analysis.dataset's identity).
+    identity = [[k, "-" if run.meta_base.get(k) is None else str(run.meta_base[k]),
+                 "-" if run.meta_new.get(k) is None else str(run.meta_new[k])]
+                for k in run.meta_base]
     page = render_page(
         "report_comparison.html.j2",
         title=f"vllm-coldstart: {Path(base_path).name} vs {Path(new_path).name}",
         base_path=str(base_path), new_path=str(new_path),
         v_base=compare.vllm_versions(run.base_doc, run.base),
         v_new=compare.vllm_versions(run.new_doc, run.new),
-        failing=bool(failing),
-        verdict=(f"The gate fails: {len(failing)} change(s) fail it (analysis.compare exits 1)"
-                 if failing else
-                 "The gate passes: no change fails it (analysis.compare exits 0)"),
-        options=options,
+        verdict_class={"pass": "pass", "regression": "fail"}.get(verdict.verdict,
+                                                                 "inconclusive"),
+        verdict=verdict_lines(verdict)[0],
+        reasons=verdict.reasons, accepted=verdict.accepted, decide_with=verdict.decide_with,
+        rule=verdict.rule, options=options,
         disagree="; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in run.disagree.items()),
+        accepted_difference=force,
+        identity=identity,
+        identity_classes=["possible" if r[0] in run.disagree else "" for r in identity],
         unchecked=", ".join(run.unchecked),
         overlap_warning=run.overlap_warning or "",
-        untestable=0 if strict else untestable, alpha=alpha,
         shared_fields=shared_fields, shared_note=shared_note or "",
         change_rows=_change_rows(changes, {id(c) for c in failing}, short, shared_note),
         went=[{"cell": cell, "short": short.get(cell, cell), "line": line}
@@ -166,4 +176,4 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
         machine=machine, machine_classes=["possible" if r[1] != r[2] else "" for r in machine],
         base_command=sides[0][0], new_command=sides[1][0],
     )
-    return page, 1 if failing else 0
+    return page, verdict.exit_code

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._envs import REPO_ROOT, Release, checkout_env
-from benchmarks.matrix import AXIS_OPTIONS, Cell
+from benchmarks.matrix import Cell
 from harness.document import (
+    AXIS_OPTIONS,
     RunDocument,
     RunMeta,
     UnrecordedCell,

@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.matrix import AXES, AXIS_OPTIONS, select, split_values
+from benchmarks.matrix import AXES, select, split_values
 from coldstart.cli import InputError, progress_name, run_program
-from harness.document import read_run
+from harness.document import AXIS_OPTIONS, read_run
 from harness.schema import (
     DOCUMENT_KEY,
     NOT_APPLICABLE_PREFIX,

@@ -11,9 +11,15 @@ machine's drift lands on both sides; see ``benchmarks._rounds``), one ``pytest b
 round at a time in that release's environment. Writes ``DIR/<release>.json`` for each side
 (pytest-benchmark documents, as ``pytest benchmarks/ --benchmark-json`` writes them, every
 round in ``extra_info.rounds``), ``DIR/compare.json`` and ``DIR/slots/`` (each round's own
-document and pytest output), prints ``analysis.compare``'s table, and exits as it decides:
-0 no regression, 1 regression, 2 bad input or a refused comparison. Stopped by Ctrl-C or
-SIGTERM, it writes the sides of the rounds that finished and exits 130.
+document and pytest output), prints ``analysis.compare``'s table and verdict, and exits as it
+decides: 0 pass, 1 regression, 3 inconclusive (no round measured on a side, a slowdown the
+rounds cannot confirm, checks failed: ``analysis.verdict``), 2 bad input or a refused
+comparison. Stopped by Ctrl-C or SIGTERM, it writes the sides of the rounds that finished and
+exits 130.
+
+``--rounds`` defaults to the fewest with which the decision rule can find a regression
+(``analysis.changes.fewest_rounds``): Holm's correction over every cell x metric the gate
+tests, so one CPU cell (m = 5 or 6) takes 5 rounds a side, the smoke matrix (m = 34) 7.
 
 Progress lines on stderr name the release, the cell, the round and the time left by the
 estimate (the mean of the finished rounds of the same cell).
@@ -42,14 +48,19 @@ from benchmarks._rounds import (
     say,
     stop_on_sigterm,
 )
-from benchmarks.matrix import AXES, AXIS_OPTIONS, BUILT_IN, Cell, select, split_values
+from benchmarks.matrix import AXES, BUILT_IN, Cell, select, split_values
 from coldstart.cli import USER_ERRORS, UserError, parser_for, report_error, run_program
-from harness.document import write_run
+from analysis.changes import fewest_rounds
+from analysis.verdict import EXIT_INCONCLUSIVE
+from harness.document import AXIS_OPTIONS, write_run
+from harness.machine import gpus
 from harness.registry import WrapTarget
+from harness.schema import DOCUMENT_KEY, PHASE_NAMES
 
 # analysis.compare's options the gate hands on as they are.
 COMPARE_OPTIONS = (("--threshold", float), ("--noise-floor-s", float), ("--alpha", float))
-COMPARE_FLAGS = ("--strict", "--allow-missing", "--force", "--all")
+COMPARE_FLAGS = ("--strict", "--allow-missing", "--accept-machine-difference",
+                 "--accept-inconclusive", "--all")
 
 
 class GateError(UserError):
@@ -65,9 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for axis, option in AXIS_OPTIONS.items():
         parser.add_argument(f"--{option}", dest=axis, default=None,
                             help=f"comma-separated values: narrow the {axis} axis")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="boots per cell and release (default 4: the fewest that can reach "
-                             "p < 0.05)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="boots per cell and release (default: the fewest with which the "
+                             "decision rule can find a regression among this gate's tests)")
     parser.add_argument("--boot-timeout", type=float, default=None,
                         help="seconds per boot (default: the matrix file's, else 900)")
     parser.add_argument("--out-dir", type=Path, default=None,
@@ -82,7 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for option, kind in COMPARE_OPTIONS:
         parser.add_argument(option, type=kind, default=None, help="handed to analysis.compare")
     for flag in COMPARE_FLAGS:
-        parser.add_argument(flag, action="store_true", help="handed to analysis.compare")
+        aliases = ("--force",) if flag == "--accept-machine-difference" else ()
+        parser.add_argument(flag, *aliases, dest=_dest(flag), action="store_true",
+                            help="handed to analysis.compare")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -97,6 +110,23 @@ def cells_of(args: argparse.Namespace) -> list[Cell]:
         raise GateError(str(exc)) from None
 
 
+def tested_metrics(cell: Cell, platform: str) -> int:
+    """How many metrics of ``cell`` a comparison tests: every phase that applies on the
+    platform (CUDA-graph capture only on GPUs, torch.compile only where the cell compiles)
+    and the total."""
+    skipped = {"cuda_graph_capture"} if platform == "cpu" else set()
+    if cell.compile_cache == "off":
+        skipped.add("torch_compile")
+    return len([p for p in PHASE_NAMES if p not in skipped]) + 1
+
+
+def default_rounds(cells: Sequence[Cell], platform: str, alpha: float) -> tuple[int, int]:
+    """(rounds a side, the family they are enough for): the fewest rounds with which a
+    regression can be significant among all of the gate's tests."""
+    family = sum(tested_metrics(c, platform) for c in cells)
+    return fewest_rounds(family, alpha), family
+
+
 def _dest(option: str) -> str:
     return option.lstrip("-").replace("-", "_")
 
@@ -106,8 +136,10 @@ def compare_options(args: argparse.Namespace) -> dict[str, Any]:
     (one not given keeps compare's default)."""
     chosen: dict[str, Any] = {_dest(o): getattr(args, _dest(o)) for o, _ in COMPARE_OPTIONS
                               if getattr(args, _dest(o)) is not None}
+    # compare_runs's own names where they differ from the option's
+    params = {"--all": "show_all", "--accept-machine-difference": "force"}
     for flag in COMPARE_FLAGS:
-        chosen["show_all" if flag == "--all" else _dest(flag)] = getattr(args, _dest(flag))
+        chosen[params.get(flag, _dest(flag))] = getattr(args, _dest(flag))
     return chosen
 
 
@@ -128,6 +160,7 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
     ran, stopped = run_slots(slots, releases, run_slot, out_dir / "slots", args.rounds,
                              progress=progress)
     paths = []
+    empty = []
     for side, release in enumerate(releases):
         doc = merge_side([r for r in ran if r[0].side == side], release, matrix=args.matrix,
                          rounds=args.rounds, missing_targets=missing[side],
@@ -138,21 +171,30 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
         write_run(doc, path)
         paths.append(path)
         progress(f"wrote {path}")
+        if not doc["benchmarks"] and not doc[DOCUMENT_KEY]["unrecorded"]:
+            empty.append(f"{release}: no boot recorded")
     if stopped:
         return 130
+    if empty:
+        # No boot on a side is missing evidence, not a bad input: the gate cannot judge.
+        progress(f"verdict: INCONCLUSIVE (exit {EXIT_INCONCLUSIVE}): {'; '.join(empty)}; "
+                 f"see {out_dir / 'slots'}")
+        return EXIT_INCONCLUSIVE
     try:
         code = compare_runs(paths[0], paths[1], json_path=out_dir / "compare.json",
                             **compare_options(args))
     except USER_ERRORS as exc:  # a comparison compare refuses: the gate fails with exit 2
         code = report_error("analysis.compare", exc)
     progress(f"wrote {out_dir / 'compare.json'}; "
-             + {0: "no regression", 1: "REGRESSION (exit 1)"}.get(code, f"exit {code}"))
+             + {0: "pass", 1: "REGRESSION (exit 1)",
+                EXIT_INCONCLUSIVE: f"INCONCLUSIVE (exit {EXIT_INCONCLUSIVE})"}.get(
+                 code, f"exit {code}"))
     return code
 
 
 def run(args: argparse.Namespace) -> int:
     progress = say("gate")
-    if args.rounds < 1:
+    if args.rounds is not None and args.rounds < 1:
         raise GateError("--rounds must be >= 1")
     if args.boot_timeout is not None and not args.boot_timeout > 0:
         raise GateError("--boot-timeout must be > 0 seconds")
@@ -160,10 +202,18 @@ def run(args: argparse.Namespace) -> int:
     releases = [parse_release(args.base, package), parse_release(args.new, package)]
     if releases[0] == releases[1]:
         raise GateError(f"--base and --new are the same release ({releases[0]})")
-    cells_of(args)  # refuse a bad selection before minutes of installing
-    if args.rounds < 4:
-        progress(f"{args.rounds} round(s) a side cannot reach p < 0.05: a slowdown fails "
-                 "the gate only with --strict")
+    cells = cells_of(args)  # refuse a bad selection before minutes of installing
+    alpha = args.alpha if args.alpha is not None else 0.05
+    enough, family = default_rounds(cells, "cuda" if gpus() else "cpu", alpha)
+    if args.rounds is None:
+        args.rounds = enough
+        progress(f"{enough} rounds a side: the fewest with which a regression can be "
+                 f"significant among the {family} tests of {len(cells)} cell(s) (Holm, "
+                 f"alpha {alpha})")
+    elif args.rounds < enough:
+        progress(f"{args.rounds} round(s) a side cannot confirm a slowdown among the {family} "
+                 f"tests of {len(cells)} cell(s): one leaves the verdict inconclusive (exit "
+                 f"{EXIT_INCONCLUSIVE}); --rounds {enough} can decide it")
     out_dir = args.out_dir or Path("results") / (
         f"gate-{releases[0].package}-{releases[0].version}-vs-{releases[1].version}")
     out_dir.mkdir(parents=True, exist_ok=True)

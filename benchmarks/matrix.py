@@ -11,15 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.document import CELL_AXES
+from harness.document import AXIS_OPTIONS, CELL_AXES
 from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, cell_id
 
 # The five axes every cell has (harness.document.CELL_AXES, where a cell is defined).
 AXES: tuple[str, ...] = CELL_AXES
-# The command-line option that narrows each axis (pytest benchmarks/, benchmarks.check).
-AXIS_OPTIONS: dict[str, str] = {"model": "models", "loader": "loaders",
-                                "compile_cache": "compile-caches", "page_cache": "page-caches",
-                                "entrypoint": "entrypoints"}
 REAL_MODEL = "smollm2-135m"
 # The built-in matrices are matrix files (benchmarks/matrices/NAME.yaml, read by
 # benchmarks.matrixfile), named on the command line by NAME; --matrix also takes a file's path.

@@ -33,7 +33,7 @@ from harness.schema import (
     validation_summary,
 )
 
-__all__ = ["CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell",
+__all__ = ["AXIS_OPTIONS", "CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell",
            "RunDocument", "RunMeta", "UnrecordedCell", "boot_of", "cell_axes", "cell_params",
            "check_version", "headline_round", "recorded_facts",
            "read_cells", "read_results", "read_run", "run_document", "write_run"]
@@ -41,6 +41,11 @@ __all__ = ["CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "
 # The five axes every cell has, in the order its id names them; a matrix file's own axes
 # (engine arguments, environment variables) follow them (``BootResult.axes``).
 CELL_AXES: tuple[str, ...] = ("model", "loader", "compile_cache", "page_cache", "entrypoint")
+# The command-line option that narrows each axis (pytest benchmarks/, check, gate), so that
+# a verdict can name the gate command that would decide it (analysis.verdict).
+AXIS_OPTIONS: dict[str, str] = {"model": "models", "loader": "loaders",
+                                "compile_cache": "compile-caches", "page_cache": "page-caches",
+                                "entrypoint": "entrypoints"}
 
 
 class CellInfo(BootResult):

