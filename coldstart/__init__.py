@@ -29,6 +29,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "trace": ("harness.trace", "a boot (or a run's cell) as Chrome trace-event JSON for Perfetto"),
     "merge": ("analysis.merge", "merge the shards of one matrix (many machines) into one run"),
     "gate": ("benchmarks.gate", "gate a new vLLM release: the same cells on both, interleaved"),
+    "gate-summary": ("benchmarks.gate_summary", "a gate's verdict as markdown for a CI job's summary; exits as the verdict"),
     "history": ("benchmarks.history", "start-up time per phase over several vLLM releases"),
     "study": ("analysis.study", "the study's published data as runs the analysis reads"),
     "calibrate": ("benchmarks.calibrate", "scale a predictor to this machine by boots of two models it was fitted on"),
