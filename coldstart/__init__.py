@@ -28,6 +28,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "report": ("analysis.report", "a run, or two runs compared, as one self-contained HTML page"),
     "trace": ("harness.trace", "a boot (or a run's cell) as Chrome trace-event JSON for Perfetto"),
     "merge": ("analysis.merge", "merge the shards of one matrix (many machines) into one run"),
+    "release-pick": ("benchmarks.release_pick", "the releases a scheduled gate runs: PyPI's newest and the last gated"),
     "gate": ("benchmarks.gate", "gate a new vLLM release: the same cells on both, interleaved"),
     "gate-summary": ("benchmarks.gate_summary", "a gate's verdict as markdown for a CI job's summary; exits as the verdict"),
     "history": ("benchmarks.history", "start-up time per phase over several vLLM releases"),
