@@ -72,6 +72,8 @@ _WRITERS = [
     ("calibrate", ["--fit", "cpu-scaling", "-o", "{out}"], "-o"),
     ("boot", ["--model", "smollm2-135m", "--out", "{out}"], "--out"),
     ("overhead", ["--model", "smollm2-135m", "--out", "{out}"], "--out"),
+    ("gate-summary", [str(ROOT / "docs" / "data" / "gate-compare-0.31.0-0.32.0.json"), "--out",
+                      "{out}"], "--out"),
 ]
 
 
@@ -158,6 +160,8 @@ USAGE_ERRORS = [
     ("boot", "harness", ["--model", "m", "--loader", "pickle"], "invalid choice: 'pickle'"),
     ("fixtures", "fixtures", ["build"], "build: name a fixture or pass --all"),
     ("schema", "coldstart.schema", ["nothing"], "invalid choice: 'nothing'"),
+    ("gate-summary", "benchmarks.gate_summary", [],
+     "the following arguments are required: comparison"),
 ]
 
 
