@@ -47,7 +47,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -150,6 +150,8 @@ class Fitted:
     machine: dict[str, Any]  # the one machine every input was measured on
     short: dict[Any, ShortConfiguration]  # configurations too small to fit, by key
     boots: list[BootResult]  # every round read (what a run with nothing to fit summarizes)
+    # Cells measured that failed their checks, one line each: never fitted, always named.
+    left_out: list[str] = field(default_factory=list)
 
     def predictor(self) -> dict[str, Any]:
         """The predictor file of the fitted configurations (``analysis.fit_document``)."""
@@ -169,7 +171,13 @@ def fit_inputs(results: Sequence[str], *, study: Sequence[str] = (),
     results = list(dict.fromkeys(str(Path(p)) for p in results))
     model_features: dict[str, ModelFeatures] = {}
     files = read_inputs(results)
-    boots = [r for f in files.values() for r in f.boots]
+    # A cell that failed its checks (page cache not evicted, a probe that found nothing)
+    # measured something other than its cell: it is left out and named, never fitted.
+    failed_checks = [(p, c) for p, f in files.items() for c in f.cells if c.outcome != c.state]
+    left_out = [f"left out, failed its checks: {p}: {c.id}: {'; '.join(c.checks_failed)[:200]}"
+                for p, c in failed_checks]
+    skip = {id(r) for _, c in failed_checks for r in (c.headline, *c.rounds)}
+    boots = [r for f in files.values() for r in f.boots if id(r) not in skip]
     machines = input_machines(files)
     studied: list[BootResult] = []
     for s in study:
@@ -188,20 +196,21 @@ def fit_inputs(results: Sequence[str], *, study: Sequence[str] = (),
     inputs = [str(Path(p)) for p in [*results, *study]]
     measured = [r for r in boots if r.state == "measured"]
     if not measured:
-        raise FitError("no measured boots in the input")
+        raise FitError("no measured boots in the input" + (
+            f" (left out, failed their checks: {len(left_out)} cell(s))" if left_out else ""))
     held = resolve_holdout((r.model for r in measured), list(holdout))
     # Configurations too small to fit are set aside before any model feature is read: their
     # model folders need not be on this machine.
     short = short_configurations(measured, held)
-    rounds = [r for f in files.values() for r in f.rounds] + studied
+    rounds = [r for f in files.values() for r in f.rounds if id(r) not in skip] + studied
     if all(config_key(r) in short for r in measured):
-        return Fitted([], None, inputs, merged_machine(machines), short, rounds)
+        return Fitted([], None, inputs, merged_machine(machines), short, rounds, left_out)
     data = build_dataset([r for r in boots if config_key(r) not in short or
                           r.state != "measured"], model_features, inputs)
     fitted_models = {r.model for r in data.rows}
     fits = fit_dataset(data, holdout=[h for h in held if h in fitted_models],
                        forced=forced or {}, outlier_alpha=outlier_alpha)
-    return Fitted(fits, data, inputs, merged_machine(machines), short, rounds)
+    return Fitted(fits, data, inputs, merged_machine(machines), short, rounds, left_out)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -220,6 +229,8 @@ def run(args: argparse.Namespace) -> int:
                         features=args.features,
                         holdout=[h.strip() for h in args.holdout.split(",") if h.strip()],
                         forced=forced, outlier_alpha=outlier_alpha)
+    for line in fitted.left_out:  # said even with --quiet, before the fit's own lines
+        print(line)
     if not fitted.fits:
         return _summarize(fitted.boots, list(fitted.short.values()), args)
     fits, short = fitted.fits, fitted.short
@@ -234,6 +245,7 @@ def run(args: argparse.Namespace) -> int:
     lomo = _nested_lomo(fits, forced=forced, outlier_alpha=outlier_alpha) if args.lomo else None
     if args.json:
         doc = summary_json(fits, not_fitted=[c.as_json() for c in short.values()])
+        doc["left_out"] = fitted.left_out
         if lomo is not None:
             doc["lomo"] = lomo[0]
             for group, figures in zip(doc["groups"], lomo):

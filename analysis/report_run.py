@@ -54,7 +54,8 @@ def _cell_table(cells: list[RunCell], axes: list[str]) -> dict[str, Any]:
                  (lambda m: r.residual_s if m == RESIDUAL else
                   r.wall_s if m == "total" else r.phases.get(m)))
         rows.append({
-            "id": c.id, "label": c.label(axes), "state": c.state, "failing": c.state == "failed",
+            "id": c.id, "label": c.label(axes), "failing": c.outcome == "failed",
+            "state": c.state if c.outcome == c.state else "failed (checks)",
             "rounds": f"{n_ok}/{len(c.rounds)} measured",
             "phases": [(number_text(value(p)), r.phase_notes.get(p)) for p in PHASE_NAMES],
             "rest": [number_text(value(RESIDUAL)), number_text(value("total"), "{:.1f}"),
@@ -113,7 +114,8 @@ def render_run(path: str | Path) -> str:
         title=f"vllm-coldstart: {Path(path).name}",
         versions=", ".join(versions) or "unknown",
         n_cells=len(cells),
-        states=[(s, sum(c.state == s for c in cells)) for s in _STATES],
+        states=[(s, sum(c.outcome == s for c in cells)) for s in _STATES],
+        failed_checks=sum(c.outcome != c.state for c in cells),
         common=" ".join(common),
         phases_plot=fig_phases(cells, axes),
         cell_table=_cell_table(cells, axes),

@@ -2,8 +2,11 @@
 
 Checks a benchmark JSON against the cells its matrix should hold: every cell present, every
 one measured (or failed/skipped *on record*, which fails the check unless --allow-failed),
-every measured cell with all six phases accounted for and no probe problem (a probe that
-found nothing to wrap, or failed). Exit 0 good, 1 not, 2 unreadable or not such a document.
+every measured cell with all six phases accounted for, no probe problem (a probe that found
+nothing to wrap, or failed) and no check failed. Three verdicts, as compare's: exit 0 pass;
+1 failed (a cell failed, failed its checks, or measured with a phase, a probe or its wall
+time missing); 3 inconclusive (a cell missing from the document or skipped: no evidence
+either way; the run's machine facts missing); 2 unreadable or not such a document.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.matrix import AXES, select, split_values
+from analysis.verdict import EXIT_INCONCLUSIVE
 from coldstart.cli import InputError, progress_name, run_program
 from harness.document import AXIS_OPTIONS, read_run
 from harness.schema import (
@@ -41,10 +45,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from None
     by_cell = {c.id: c.headline for c in doc.cells()}
     problems = []
+    undecided = []  # no evidence either way: inconclusive, not failed
     for cell in expected:
         r = by_cell.get(cell.id)
         if r is None:
-            problems.append(f"{cell.id}: missing from {args.json}")
+            undecided.append(f"{cell.id}: missing from {args.json}")
             continue
         line = f"{cell.id}: {r.state}"
         if r.state == "measured":
@@ -63,11 +68,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             line += f" ({r.reason})"
             if not args.allow_failed:
-                problems.append(line)
+                (undecided if r.state == "skipped" else problems).append(line)
         print(line)
     for key in ("machine_info", DOCUMENT_KEY):
         if key not in doc.model_fields_set:
-            problems.append(f"no {key!r} in {args.json}")
+            undecided.append(f"no {key!r} in {args.json}")
     # Cells pytest-benchmark kept no entry for (all of them with --benchmark-disable) carry
     # their failed checks beside the result, as measured ones do in extra_info.
     for cell in doc.cells():
@@ -85,10 +90,13 @@ def run(args: argparse.Namespace) -> int:
                 if recorded and recorded != args.matrix else "")
         print(f"{prog}: {len(outside)} recorded cell(s) outside --matrix "
               f"{args.matrix} not checked: {shown}{hint}")
-    for p in problems:
+    for p in problems + undecided:
         print(f"{prog}: {p}", file=sys.stderr)
-    print(f"{prog}: {len(expected)} cells expected, {len(problems)} problem(s)")
-    return 1 if problems else 0
+    verdict = ("FAILED (exit 1)" if problems else
+               f"INCONCLUSIVE (exit {EXIT_INCONCLUSIVE})" if undecided else "pass (exit 0)")
+    print(f"{prog}: {len(expected)} cells expected, {len(problems)} problem(s), "
+          f"{len(undecided)} without evidence: {verdict}")
+    return 1 if problems else EXIT_INCONCLUSIVE if undecided else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -400,7 +400,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
 
     path = config.getoption("benchmark_json", None)
     terminalreporter.write_sep("-", HEADING)
-    for line in summary_lines(session.results, path):
+    for line in summary_lines(session.results, path, session.checks_failed):
         terminalreporter.write_line(line)
 
 

@@ -226,6 +226,12 @@ class RunCell:
         r = self.headline
         return r.error or r.skip_reason or ("; ".join(self.checks_failed) or None)
 
+    @property
+    def outcome(self) -> str:
+        """measured, failed or skipped, as a verdict counts the cell: one measured that failed
+        its checks (page cache not evicted, a probe that found nothing) is failed."""
+        return "failed" if self.state == "measured" and self.checks_failed else self.state
+
     def label(self, axes: list[str]) -> str:
         """The cell by ``axes`` (those that vary across the run), whole: never cut, so two
         cells never read the same."""

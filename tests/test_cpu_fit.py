@@ -216,3 +216,25 @@ def test_the_unseen_model_has_a_shape_no_scaling_model_has():
     real = ARCHITECTURES[model_fixture("smollm2-135m").architecture]
     assert (twin["layers"], twin["hidden_size"], twin["vocab_size"]) == (
         real["num_hidden_layers"], real["hidden_size"], real["vocab_size"])
+
+
+def test_a_cell_that_failed_its_checks_is_left_out_and_named(tmp_path, capsys, cpu_fit):
+    # One cell of the real scaling run, its checks failed (as a page cache that was not
+    # evicted makes them): its seconds measured something else, so the fit leaves it out.
+    doc = json.loads(SCALING.read_text())
+    failed = doc["benchmarks"][0]
+    failed["extra_info"]["checks_failed"] = [
+        "page cache evicted, but weight loading read only 827,392 of 269,060,552 B"]
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(doc))
+    out = tmp_path / "fit"
+    assert fit_main([str(run), "--features", str(FEATURES), "--out-dir", str(out), "--json",
+                     str(out / "summary.json"), "--quiet", "--no-plots"]) == 0
+    said = capsys.readouterr().out.splitlines()
+    named = [line for line in said if line.startswith("left out, failed its checks: ")]
+    assert len(named) == 1 and failed["param"] in named[0] and "827,392" in named[0]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["left_out"] == [named[0]]
+    model = failed["extra_info"]["model"]
+    assert model not in summary["cv"]["per_model"]
+    assert cpu_fit["summary"]["cv"]["n"] == summary["cv"]["n"] + 1

@@ -180,6 +180,18 @@ def test_comparison_page_shows_compares_verdict(tmp_path: Path) -> None:
     assert render_comparison(BASE, RUN, accept_inconclusive=True)[1] == 0
 
 
+def test_the_run_page_counts_a_cell_that_failed_its_checks_as_failed() -> None:
+    # Both 0.31.0 cells were measured and failed checks of their day: red, and counted.
+    page_html = render_run(BASE)
+    text = _Page(page_html).all_text
+    assert "0 measured, 2 failed, 0 skipped" in text
+    assert "(2 of the failed measured but failed their checks)" in text
+    rows = [r for r in page_html.split("<tr")[1:] if "failed (checks)" in r]
+    assert len(rows) == 2 and all(r.startswith(' class="failing"') for r in rows)
+    # the same cells, their checks passed, are measured and not red
+    assert "2 measured, 0 failed, 0 skipped" in _Page(render_run(RUN)).all_text
+
+
 def test_a_one_round_run_against_itself_doubled_is_not_passed(tmp_path: Path) -> None:
     # The main job's run (one round a cell) against the same run with every second doubled.
     doc = json.loads(SMOKE.read_text())
