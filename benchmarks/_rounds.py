@@ -54,6 +54,7 @@ from harness.schema import (
     extra_info,
     name_runs,
 )
+from harness.secrets import environment_secrets, scrub_file
 
 ORDER_NOTE = ("interleaved per cell: round r runs the releases forward when r is odd, "
               "backward when even (ABBA for two)")
@@ -128,6 +129,7 @@ class PytestSlot:
             done = subprocess.run(self.command(slot, out_json), cwd=REPO_ROOT, stdout=fh,
                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                   env=checkout_env(self.envs[slot.side]))
+        scrub_file(log, environment_secrets())  # kept beside the slot's JSON, scrubbed too
         if out_json.is_file():
             try:
                 return json.loads(out_json.read_text())

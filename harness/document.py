@@ -32,6 +32,7 @@ from harness.schema import (
     read_json,
     validation_summary,
 )
+from harness.secrets import environment_secrets, scrub
 
 __all__ = ["CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell",
            "RunDocument", "RunMeta", "UnrecordedCell", "boot_of", "cell_axes", "cell_params",
@@ -403,7 +404,8 @@ def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResu
 
 def write_run(doc: RunDocument | dict[str, Any], path: str | Path, *, indent: int = 2) -> None:
     """Write a result document, checked against the models first (a writer's mistake fails
-    here, not in the reader of the file). The keys written are the ones given."""
+    here, not in the reader of the file). The keys written are the ones given; a secret of
+    this process's environment, or one a text shows, is not (``harness.secrets``)."""
     typed = doc if isinstance(doc, RunDocument) else run_document(doc, str(path))
-    Path(path).write_text(json.dumps(typed.model_dump(mode="json", exclude_unset=True),
-                                     indent=indent, sort_keys=False) + "\n")
+    data = scrub(typed.model_dump(mode="json", exclude_unset=True), environment_secrets())
+    Path(path).write_text(json.dumps(data, indent=indent, sort_keys=False) + "\n")

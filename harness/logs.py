@@ -63,6 +63,7 @@ from harness.evidence import Evidence
 from harness.log_compose import compose_v1, phases_reached, printed_total, unfinished_phase
 from harness.log_compose_v0 import compose_v0
 from harness.log_scan import HAS_DIGIT, LOOKS_TIMED, LogScan, engine_config, scan_lines, split_boots  # noqa: F401
+from harness.secrets import environment_secrets
 
 __all__ = ["LogScan", "scan_lines", "split_boots", "read_log", "read_boots", "model_from_filename",
            "engine_config"]
@@ -122,7 +123,9 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
 
 def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[schema.BootResult]:
     """Every boot of one log (``split_boots``), each read as ``read_log`` reads one; a log
-    with one boot gives a list of one."""
+    with one boot gives a list of one. A secret the log shows (an ``api_key='...'`` of vLLM's
+    non-default args, a value of this process's secret-named variables) is kept out of them
+    (``harness.secrets``)."""
     source_path: str | None = None
     if isinstance(path_or_text, Path) or "\n" not in path_or_text:
         source_path = str(path_or_text)
@@ -136,6 +139,7 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
         # (the process was killed), and a number on it may be cut short too.
         partial = lines.pop()
     boots = split_boots(lines) or [[]]
+    secrets = environment_secrets()
     out = []
     for i, boot in enumerate(boots):
         last = i == len(boots) - 1
@@ -143,7 +147,7 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
         if len(boots) > 1:
             result.evidence.boots_in_log = len(boots)
             result.evidence.boot_in_log = i + 1
-        out.append(result)
+        out.append(result.redacted(secrets))
     return out
 
 
