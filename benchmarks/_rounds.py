@@ -176,8 +176,8 @@ def slot_document(doc: dict[str, Any], slot: Slot) -> RunDocument:
         return run_document(doc, f"slot {slot.index + 1}")
     except SchemaError as exc:
         failed = BootResult(state="failed", **slot.cell.params(), error=str(exc))
-        return RunDocument(coldstart=RunMeta(unrecorded=[UnrecordedCell.model_validate(
-            failed.model_dump())]))
+        return RunDocument(benchmarks=[], coldstart=RunMeta(unrecorded=[
+            UnrecordedCell.model_validate(failed.model_dump())]))
 
 
 def _slot_state(doc: RunDocument, cell: Cell) -> str:
@@ -278,7 +278,7 @@ def merge_side(ran: Sequence[RanSlot], release: Release, *,
     never the slots' own stats: a slot document written before those agreed timed the whole
     boot call, seconds more.
     """
-    first = next((d for _, d, _ in ran if d.machine_info), RunDocument())
+    first = next((d for _, d, _ in ran if d.machine_info), RunDocument(benchmarks=[]))
     per_cell: dict[str, dict[str, Any]] = {}
     for slot, doc, _record in ran:
         acc = per_cell.setdefault(slot.cell.id, {"cell": slot.cell, "rounds": [],

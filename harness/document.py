@@ -123,7 +123,9 @@ class RunDocument(BaseModel):
 
     machine_info: dict[str, Any] = Field(default_factory=dict)
     commit_info: dict[str, Any] = Field(default_factory=dict)
-    benchmarks: list[Entry] = Field(default_factory=list)
+    # Required, as the reader requires it (run_document): a document without it, {} or
+    # another kind (a compare document, a BootResult), is no run, also to the JSON Schema.
+    benchmarks: list[Entry]
     datetime: str | None = None
     version: str | None = None  # pytest-benchmark's version
     coldstart: RunMeta = Field(default_factory=RunMeta)
@@ -335,7 +337,7 @@ def run_document(data: Any, where: str) -> RunDocument:
     rest = {k: v for k, v in data.items() if k not in ("benchmarks", DOCUMENT_KEY)}
     try:
         doc = RunDocument.model_validate(
-            {**rest, DOCUMENT_KEY: {**meta, "unrecorded": typed_unrecorded}})
+            {**rest, "benchmarks": [], DOCUMENT_KEY: {**meta, "unrecorded": typed_unrecorded}})
     except ValidationError as exc:
         raise SchemaError(f"{where}: {validation_summary(exc)}") from exc
     doc.benchmarks = entries
