@@ -14,9 +14,13 @@ took") beside its phases, and the progress line shows it.
 The model is the one the log names (the last part of a local path, or the hub id), else the
 reference study's file name ``output_model_<name>...txt``, else the file's stem.
 
-Exit status: 0 on success, 2 when a log is missing or unreadable or the output's folder does
-not exist (one line ``analysis.ingest: error: ...`` on stderr, nothing written). A progress
-line per log goes to stderr.
+Exit status: 0 on success, 2 when a log is missing or unreadable, is not a vLLM log (empty,
+a JSON document, or no line the log reader recognises: ``harness.logs.not_a_log``), or the
+output's folder does not exist (one line ``analysis.ingest: error: ...`` naming the file, on
+stderr, nothing written). A file that is not a log is never counted as a failed boot, and one
+such file refuses the whole batch: a wrong path in a glob is said, not skipped. A log of a boot
+that died early (only a traceback) is a log, and reads as a failed boot. A progress line per
+log goes to stderr.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from pathlib import Path
 
 from coldstart.cli import InputError, check_output, run_program, unreadable
 from harness.document import write_run
-from harness.logs import read_boots
+from harness.logs import not_a_log, read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document
 
 
@@ -73,9 +77,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Check every input, and where the output goes, before reading any: a typo costs nothing
-    # and writes nothing.
+    # and writes nothing. A file that is not a log would be a failed boot named after it.
     for path in args.logs:
-        why = unreadable(path)
+        why = unreadable(path) or not_a_log(path.read_text(encoding="utf-8", errors="replace"))
         if why is not None:
             raise InputError(f"{path}: {why}")
     check_output(args.output, "-o")

@@ -55,6 +55,7 @@ from harness.schema import (
     extra_info,
     name_runs,
 )
+from harness.secrets import environment_secrets, scrub_file
 
 ORDER_NOTE = ("interleaved per cell: round r runs the releases forward when r is odd, "
               "backward when even (ABBA for two)")
@@ -129,6 +130,7 @@ class PytestSlot:
             done = subprocess.run(self.command(slot, out_json), cwd=REPO_ROOT, stdout=fh,
                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                   env=checkout_env(self.envs[slot.side]))
+        scrub_file(log, environment_secrets())  # kept beside the slot's JSON, scrubbed too
         if out_json.is_file():
             try:
                 return json.loads(out_json.read_text())
@@ -175,8 +177,8 @@ def slot_document(doc: dict[str, Any], slot: Slot) -> RunDocument:
         return run_document(doc, f"slot {slot.index + 1}")
     except SchemaError as exc:
         failed = BootResult(state="failed", **slot.cell.params(), error=str(exc))
-        return RunDocument(coldstart=RunMeta(unrecorded=[UnrecordedCell.model_validate(
-            failed.model_dump())]))
+        return RunDocument(benchmarks=[], coldstart=RunMeta(unrecorded=[
+            UnrecordedCell.model_validate(failed.model_dump())]))
 
 
 def _slot_state(doc: RunDocument, cell: Cell) -> str:
@@ -277,7 +279,7 @@ def merge_side(ran: Sequence[RanSlot], release: Release, *,
     never the slots' own stats: a slot document written before those agreed timed the whole
     boot call, seconds more.
     """
-    first = next((d for _, d, _ in ran if d.machine_info), RunDocument())
+    first = next((d for _, d, _ in ran if d.machine_info), RunDocument(benchmarks=[]))
     per_cell: dict[str, dict[str, Any]] = {}
     for slot, doc, _record in ran:
         acc = per_cell.setdefault(slot.cell.id, {"cell": slot.cell, "rounds": [],

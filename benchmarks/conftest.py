@@ -56,6 +56,7 @@ from harness.schema import (
     new_document,
     wall_stats,
 )
+from harness.secrets import environment_secrets, scrub
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -241,7 +242,8 @@ class ColdstartSession:
                                 run_rounds=self.rounds, commit_info=_commit_info(self.config),
                                 checks_failed=checks_failed or [], result=result,
                                 rounds=rounds or [result])
-            fh.write(json.dumps(line.model_dump(mode="json")) + "\n")
+            fh.write(json.dumps(scrub(line.model_dump(mode="json"), environment_secrets()))
+                     + "\n")
 
 
 @functools.cache
@@ -384,7 +386,11 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
         "pid": os.getpid(),
         "unrecorded": unrecorded,
     }
-    return name_runs(doc)
+    # pytest-benchmark writes this document itself (not write_run): the same scrub, in place.
+    clean = scrub(name_runs(doc), environment_secrets())
+    doc.clear()
+    doc.update(clean)
+    return doc
 
 
 def pytest_benchmark_update_json(config: pytest.Config, benchmarks: list,

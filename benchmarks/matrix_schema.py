@@ -87,7 +87,10 @@ class ModelEntry(BaseModel):
 
 
 class MatrixFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # A file names its models (models:, or serve_params: whose models it runs); without
+    # either the loader refuses it ("no model"), and so does the JSON Schema: {} is no matrix.
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "anyOf": [{"required": ["models"]}, {"required": ["serve_params"]}]})
 
     version: int = MATRIX_FILE_VERSION
     # Entries are checked one by one (_models): a union's errors would name every member.

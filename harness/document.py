@@ -32,6 +32,7 @@ from harness.schema import (
     read_json,
     validation_summary,
 )
+from harness.secrets import environment_secrets, scrub
 
 __all__ = ["AXIS_OPTIONS", "CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell",
            "RunDocument", "RunMeta", "UnrecordedCell", "boot_of", "cell_axes", "cell_params",
@@ -127,7 +128,9 @@ class RunDocument(BaseModel):
 
     machine_info: dict[str, Any] = Field(default_factory=dict)
     commit_info: dict[str, Any] = Field(default_factory=dict)
-    benchmarks: list[Entry] = Field(default_factory=list)
+    # Required, as the reader requires it (run_document): a document without it, {} or
+    # another kind (a compare document, a BootResult), is no run, also to the JSON Schema.
+    benchmarks: list[Entry]
     datetime: str | None = None
     version: str | None = None  # pytest-benchmark's version
     coldstart: RunMeta = Field(default_factory=RunMeta)
@@ -345,7 +348,7 @@ def run_document(data: Any, where: str) -> RunDocument:
     rest = {k: v for k, v in data.items() if k not in ("benchmarks", DOCUMENT_KEY)}
     try:
         doc = RunDocument.model_validate(
-            {**rest, DOCUMENT_KEY: {**meta, "unrecorded": typed_unrecorded}})
+            {**rest, "benchmarks": [], DOCUMENT_KEY: {**meta, "unrecorded": typed_unrecorded}})
     except ValidationError as exc:
         raise SchemaError(f"{where}: {validation_summary(exc)}") from exc
     doc.benchmarks = entries
@@ -414,7 +417,8 @@ def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResu
 
 def write_run(doc: RunDocument | dict[str, Any], path: str | Path, *, indent: int = 2) -> None:
     """Write a result document, checked against the models first (a writer's mistake fails
-    here, not in the reader of the file). The keys written are the ones given."""
+    here, not in the reader of the file). The keys written are the ones given; a secret of
+    this process's environment, or one a text shows, is not (``harness.secrets``)."""
     typed = doc if isinstance(doc, RunDocument) else run_document(doc, str(path))
-    Path(path).write_text(json.dumps(typed.model_dump(mode="json", exclude_unset=True),
-                                     indent=indent, sort_keys=False) + "\n")
+    data = scrub(typed.model_dump(mode="json", exclude_unset=True), environment_secrets())
+    Path(path).write_text(json.dumps(data, indent=indent, sort_keys=False) + "\n")

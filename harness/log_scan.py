@@ -18,9 +18,9 @@ from typing import Any
 
 from harness import registry
 from harness.log_facts import capture_not_applicable, compile_cache_state, engine_config, fact_value
-from harness.log_lines import LogLine, detect_version, parse_line, place_in_time
+from harness.log_lines import LogLine, detect_version, has_process_tag, parse_line, place_in_time
 
-__all__ = ["LogScan", "scan_lines", "split_boots", "engine_config"]
+__all__ = ["LogScan", "scan_lines", "split_boots", "engine_config", "is_log_line"]
 
 _BOOT_START = re.compile(registry.BOOT_START_REGEX)
 # The first lines a vLLM process logs, and the processes that are a boot's front end: where
@@ -208,6 +208,17 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     scan.truncated = not finished
     return scan
 
+
+
+def is_log_line(raw: str) -> bool:
+    """Whether the reader recognises ``raw`` as a line of a vLLM start-up log: a log record
+    (level, timestamp, ``[file.py:123]``), a process tag, a traceback's frame, or a line one
+    of the registry's patterns reads. A log of a boot that died before vLLM's first record
+    still holds its traceback; a file with none of these is not a log."""
+    line = parse_line(raw)
+    return (line.level is not None or has_process_tag(line.raw)
+            or _FRAME.search(line.raw) is not None
+            or any(p.compiled.search(line.text) for p in registry.LOG_PATTERNS))
 
 
 def _echo(tags: tuple[Any, ...], other: tuple[Any, ...]) -> bool:

@@ -55,6 +55,7 @@ mapping and reproduces the study's published numbers from the same scan.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -63,9 +64,11 @@ from harness.evidence import Evidence
 from harness.log_compose import compose_v1, phases_reached, printed_total, unfinished_phase
 from harness.log_compose_v0 import compose_v0
 from harness.log_scan import HAS_DIGIT, LOOKS_TIMED, LogScan, engine_config, scan_lines, split_boots  # noqa: F401
+from harness.log_scan import is_log_line
+from harness.secrets import environment_secrets
 
 __all__ = ["LogScan", "scan_lines", "split_boots", "read_log", "read_boots", "model_from_filename",
-           "engine_config"]
+           "engine_config", "not_a_log"]
 
 _STUDY_FILENAME = re.compile(r"^output_model_(?P<name>[^_]+)")
 
@@ -89,6 +92,24 @@ def _model_name(model_path: str | None) -> str | None:
     if model_path.startswith(("/", ".", "~")):
         return Path(model_path.rstrip("/")).name or None
     return model_path
+
+
+def not_a_log(text: str) -> str | None:
+    """Why ``text`` is not a vLLM log (``empty``, ``is JSON, not a vLLM log``, or that no
+    line of it is one the reader recognises, ``harness.log_scan.is_log_line``); None for a
+    log, one of a boot that died early included, which reads as a failed boot."""
+    if not text.strip():
+        return "empty"
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            json.loads(text)
+            return "is JSON, not a vLLM log"
+        except ValueError:
+            pass
+    if not any(is_log_line(line) for line in text.splitlines()):
+        return ("no line a vLLM log has (no log record, process tag, traceback or line of "
+                "vLLM's): not a vLLM log")
+    return None
 
 
 def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.BootResult:
@@ -122,7 +143,9 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
 
 def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[schema.BootResult]:
     """Every boot of one log (``split_boots``), each read as ``read_log`` reads one; a log
-    with one boot gives a list of one."""
+    with one boot gives a list of one. A secret the log shows (an ``api_key='...'`` of vLLM's
+    non-default args, a value of this process's secret-named variables) is kept out of them
+    (``harness.secrets``)."""
     source_path: str | None = None
     if isinstance(path_or_text, Path) or "\n" not in path_or_text:
         source_path = str(path_or_text)
@@ -136,6 +159,7 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
         # (the process was killed), and a number on it may be cut short too.
         partial = lines.pop()
     boots = split_boots(lines) or [[]]
+    secrets = environment_secrets()
     out = []
     for i, boot in enumerate(boots):
         last = i == len(boots) - 1
@@ -143,7 +167,7 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
         if len(boots) > 1:
             result.evidence.boots_in_log = len(boots)
             result.evidence.boot_in_log = i + 1
-        out.append(result)
+        out.append(result.redacted(secrets))
     return out
 
 

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from coldstart.cli import UserError, unreadable
 from harness.evidence import Evidence
+from harness.secrets import scrub
 
 # A hub id as vLLM and huggingface_hub take it: ORG/NAME.
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -221,6 +222,14 @@ class BootResult(BaseModel):
 
     def phase_sum_s(self) -> float:
         return sum(v for v in self.phases.values() if v is not None)
+
+    def redacted(self, secrets: list[str]) -> BootResult:
+        """This result with every secret cut out of its text (``harness.secrets.scrub``:
+        the values ``secrets``, and what a text shows as a secret-named assignment); itself
+        where it holds none."""
+        data = self.model_dump(mode="json")
+        clean = scrub(data, secrets)
+        return self if clean == data else type(self).model_validate(clean)
 
     @property
     def reason(self) -> str | None:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness import pagecache
 from harness.evidence import Evidence
 from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, HUB_ID, LOADERS, PAGE_CACHE_MODES
+from harness.secrets import REDACTED, is_secret_name
 
 DEFAULT_QUESTION = "What is the capital of France?"
 
@@ -172,7 +173,9 @@ class BootSpec(BaseModel):
     def settings_used(self, environ: dict[str, str] | None = None) -> dict[str, Any]:
         """Every engine argument and start-up variable the boot is given, with where it came
         from: ``default`` (the harness's), ``environment`` (exported), ``axis`` (the cell's
-        loader / compile cache), or the caller's (``matrix``, ``matrix model``, ...)."""
+        loader / compile cache), or the caller's (``matrix``, ``matrix model``, ...). A
+        secret-named one (``harness.secrets.is_secret_name``: HF_TOKEN, VLLM_API_KEY,
+        api_key, ...) is recorded as present and ``redacted``, never its value."""
         environ = dict(os.environ if environ is None else environ)
         defaults, given = self.default_engine_kwargs(), self.engine_kwargs
         args = {}
@@ -193,7 +196,7 @@ class BootSpec(BaseModel):
                 env[name] = {"value": environ[name], "source": "environment"}
             else:
                 env[name] = {"value": default_env[name], "source": "default"}
-        return {"engine_args": args, "env": env}
+        return {"engine_args": _redacted(args), "env": _redacted(env)}
 
     def effective_engine_kwargs(self) -> dict[str, Any]:
         kwargs = {**self.default_engine_kwargs(), **self.engine_kwargs}
@@ -248,6 +251,12 @@ class BootSpec(BaseModel):
         if self.loader == "tensorizer" and self.tensorizer_uri:
             files.append(Path(self.tensorizer_uri))
         return files
+
+
+def _redacted(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: {**setting, "value": REDACTED, "redacted": True}
+            if is_secret_name(name) and setting["value"] not in (None, "") else setting
+            for name, setting in settings.items()}
 
 
 def _hub_snapshot(spec: BootSpec) -> Path | None:

@@ -33,6 +33,7 @@ from harness.schema import (
     SchemaError,
     read_json,
 )
+from harness.secrets import environment_secrets
 from harness.timeline import (
     PhaseCut,
     Timeline,
@@ -286,7 +287,8 @@ def run(args: argparse.Namespace) -> int:
     if not result.events:
         raise SchemaError(f"{args.json}: {title}: the result holds no events (a compacted "
                           "run, benchmarks.compact, drops them): nothing to draw")
-    trace = chrome_trace(result, title=title)
+    # A run written before secrets were scrubbed at the boot still writes none here.
+    trace = chrome_trace(result.redacted(environment_secrets()), title=title)
     args.out.write_text(json.dumps(trace) + "\n")
     slices = sum(e["ph"] == "X" for e in trace["traceEvents"])
     instants = sum(e["ph"] == "i" for e in trace["traceEvents"])

@@ -490,8 +490,8 @@ def test_what_makes_two_machines() -> None:
     from harness.document import RunDocument
 
     def doc(gpus, cpu="EPYC"):
-        return RunDocument(machine_info={"cpu": {"brand_raw": cpu, "count": 32},
-                                         "coldstart": {"gpus": gpus}})
+        return RunDocument(benchmarks=[], machine_info={"cpu": {"brand_raw": cpu, "count": 32},
+                                                         "coldstart": {"gpus": gpus}})
 
     cpu_boot = [BootResult(state="measured", model="m", platform="cpu")]
     gpu_boot = [BootResult(state="measured", model="m", platform="cuda")]

@@ -11,7 +11,7 @@ import pytest
 from analysis.ingest import main
 from coldstart.cli import run_cli
 from harness import document
-from harness.logs import read_log
+from harness.logs import not_a_log, read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG, REPO_ROOT
 
 
@@ -68,6 +68,47 @@ def test_bad_input_exits_2_and_writes_nothing(logs: list[Path], tmp_path: Path, 
     assert len(err) == 1 and str(bad_path) in err[0]
     assert err[0].startswith("analysis.ingest: error:")
     assert not out.exists()
+
+
+# Committed files that are not logs: each would have been a failed boot named after it.
+NOT_LOGS = {
+    "empty": (None, "empty"),
+    "list": (None, "is JSON, not a vLLM log"),
+    "predictor": (REPO_ROOT / "analysis" / "predictors" / "cpu-scaling.json",
+                  "is JSON, not a vLLM log"),
+    "compare": (REPO_ROOT / "docs" / "data" / "gate-compare-0.31.0-0.32.0.json",
+                "is JSON, not a vLLM log"),
+    "cell-ids": (REPO_ROOT / "tests" / "data" / "matrix-ids" / "smoke.txt",
+                 "no line a vLLM log has"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(NOT_LOGS))
+def test_a_file_that_is_not_a_log_refuses_the_batch(logs: list[Path], tmp_path: Path, capsys,
+                                                     kind: str) -> None:
+    source, words = NOT_LOGS[kind]
+    bad = source or tmp_path / f"{kind}.log"
+    if source is None:
+        bad.write_text("[]\n" if kind == "list" else "")
+    out = tmp_path / "out.json"
+    assert run_cli("analysis.ingest", main, [str(logs[0]), str(bad), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("analysis.ingest: error: ")
+    assert f"{bad}: {words}" in err[0]
+    assert not out.exists()
+
+
+def test_every_committed_log_is_a_log(tmp_path: Path) -> None:
+    # A boot that died before vLLM's first record (a worker's traceback only) is still one.
+    data = REPO_ROOT / "tests" / "data"
+    found = sorted(p for p in [*(data / "logs").rglob("*.log"), *(data / "study").rglob("*.txt"),
+                               *data.glob("*.log")])
+    assert len(found) > 60
+    assert [p.name for p in found if not_a_log(p.read_text(errors="replace"))] == []
+    traceback_only = data / "logs" / "public" / "032-v1-traceback-only-load.log"
+    out = tmp_path / "out.json"
+    assert main([str(traceback_only), "-o", str(out)]) == 0
+    assert [r.state for r in document.read_results(out)] == ["failed"]
 
 
 @pytest.mark.parametrize("argv, words", [

