@@ -230,6 +230,22 @@ def _release(doc: RunDocument | None, boots: list[BootResult], side: str) -> str
         f"{side.upper()}_RELEASE"
 
 
+def witness_disagreements(prepared: Prepared) -> dict[str, dict[str, list[str]]]:
+    """Per side and cell, where the probes, vLLM's log and its spans disagree on a phase in
+    some measured round (``harness.witnesses``): shown beside the verdict, not judged."""
+    from harness.witnesses import disagreements
+
+    out: dict[str, dict[str, list[str]]] = {}
+    for side, boots in (("base", prepared.base), ("new", prepared.new)):
+        for b in boots:
+            if b.state == "measured":
+                for line in disagreements(b):
+                    lines = out.setdefault(side, {}).setdefault(cell_of_boot(b), [])
+                    if line not in lines:
+                        lines.append(line)
+    return out
+
+
 def _decide_with(prepared: Prepared, changes: list[CellChange], alpha: float) -> str:
     """The gate command that would decide the cells this comparison left undecided."""
     undecided = {c.cell for c in changes if c.status in INCONCLUSIVE}
@@ -366,6 +382,11 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
                   f"{sum(c.status in INCONCLUSIVE for c in changes)} undecided"
                   + "".join(f"; {n} cell(s) only in {side}" for side, n in one_side.items()
                             if n))
+    witnesses = witness_disagreements(prepared)
+    for side, cells in witnesses.items():
+        for cell, lines in cells.items():
+            console.print(f"witnesses disagree in {side}: {cell}: " + "; ".join(lines),
+                          soft_wrap=True, highlight=False, markup=False)
     for line in verdict_lines(verdict):
         console.print(line, soft_wrap=True, highlight=False, markup=False)
     if json_path:
@@ -383,6 +404,7 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
             "details": [asdict(d) for d in details],
             "where_changes_went": [{"cell": k[0], "phase": k[1], "line": v}
                                    for k, v in went.items()],
+            "witness_disagreements": witnesses,
             "failing": sum(c.status in FAILING for c in changes)}, indent=2) + "\n")
     return verdict.exit_code
 

@@ -69,13 +69,61 @@ def ingest(paths: list[Path]) -> dict:
                         machine_info={"source": "analysis.ingest"})
 
 
+def ingest_spans(paths: list[Path]) -> dict:
+    """Exported traces (OTLP JSON, Jaeger JSON) into one result document: a boot per trace
+    with a start-up span (``harness.span_boots``), its phases those the spans witness."""
+    from harness.span_boots import span_boots
+
+    entries, unrecorded = [], []
+    for i, path in enumerate(paths, 1):
+        boots, request_only = span_boots(path)
+        if not boots:
+            raise InputError(f"{path}: no start-up span in any trace ({request_only} trace(s) "
+                             "of requests only): not a boot's spans")
+        for n, result in enumerate(boots, 1):
+            witnessed = result.evidence.span_phases
+            read = sum(v is not None for v in result.phases.values())
+            print(f"ingest --spans [{i}/{len(paths)}] {path} trace {n}/{len(boots)}: "
+                  f"{len(result.evidence.spans or [])} spans, {read}/{len(result.phases)} "
+                  "phases witnessed"
+                  + (f"; names not mapped (kept): {', '.join(witnessed.unmapped)}"
+                     if witnessed and witnessed.unmapped else "")
+                  + (f"; {request_only} request-only trace(s) left out" if request_only and
+                     n == 1 else ""), file=sys.stderr)
+            if result.state == "measured":
+                params = {"model": result.model, "source": "spans", "spans": str(path)}
+                entries.append(benchmark_entry(result, name=f"spans[{cell_id(params)}]",
+                                               params=params))
+            else:
+                unrecorded.append(result)
+    return new_document(entries, unrecorded=unrecorded,
+                        machine_info={"source": "analysis.ingest --spans"})
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Read vLLM start-up logs into a vllm-coldstart result document."
-    parser.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="vLLM start-up log")
+    parser.description = ("Read vLLM start-up logs (or, with --spans, exported OpenTelemetry "
+                          "traces) into a vllm-coldstart result document.")
+    parser.add_argument("logs", nargs="+", type=Path, metavar="LOG",
+                        help="vLLM start-up log (with --spans: an exported trace file)")
+    parser.add_argument("--spans", action="store_true",
+                        help="the inputs are vLLM's start-up spans as exported: the "
+                             "OpenTelemetry Collector's file exporter (OTLP JSON, JSON Lines) "
+                             "or Jaeger's JSON")
     parser.add_argument("-o", "--output", type=Path, required=True, help="result JSON to write")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.spans:
+        for path in args.logs:
+            if (why := unreadable(path)) is not None:
+                raise InputError(f"{path}: {why}")
+        check_output(args.output, "-o")
+        document = ingest_spans(args.logs)
+        write_run(document, args.output)
+        print(f"ingest: wrote {len(document['benchmarks'])} boots "
+              f"(+{len(document['coldstart']['unrecorded'])} failed) to {args.output}",
+              file=sys.stderr)
+        return 0
     # Check every input, and where the output goes, before reading any: a typo costs nothing
     # and writes nothing. A file that is not a log would be a failed boot named after it.
     for path in args.logs:

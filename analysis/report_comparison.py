@@ -175,5 +175,7 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
         round_plots=_round_plots(run.base, run.new, changes),
         machine=machine, machine_classes=["possible" if r[1] != r[2] else "" for r in machine],
         base_command=sides[0][0], new_command=sides[1][0],
+        witnesses=[(side, cell, "; ".join(lines)) for side, cells in
+                   compare.witness_disagreements(run).items() for cell, lines in cells.items()],
     )
     return page, verdict.exit_code

@@ -203,7 +203,8 @@ def fig_timeline(result: BootResult, title: str) -> Plot | None:
         for s in track.slices:
             if s.lane != lane:
                 continue
-            phase = s.name.split(".")[0]
+            # a span is drawn in the colour of the phase it witnesses (harness.span_phases)
+            phase = s.args.get("phase") or s.name.split(".")[0]
             color = PHASE_COLORS.get(phase, "#999999")
             # A slice inside another is drawn thinner, from the same baseline, so both show.
             height = 0.76 * 0.7 ** s.depth

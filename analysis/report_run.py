@@ -65,6 +65,22 @@ def _cell_table(cells: list[RunCell], axes: list[str]) -> dict[str, Any]:
     return {"headers": headers, "rows": rows}
 
 
+def _witnesses(cells: list[RunCell]) -> list[dict[str, Any]]:
+    """Per cell whose median round two witnesses time: its rows (harness.witnesses)."""
+    from harness.witnesses import witness_rows
+
+    out = []
+    for c in cells:
+        rows = witness_rows(c.headline)
+        if rows:
+            out.append({"id": c.id, "disagree": any(r["agrees"] is False for r in rows),
+                        "rows": [[r["name"], number_text(r["probes_s"]),
+                                  number_text(r["log_s"]), number_text(r["spans_s"]),
+                                  "yes" if r["agrees"] else "NO"] for r in rows],
+                        "classes": ["" if r["agrees"] else "failing" for r in rows]})
+    return out
+
+
 def _subphase_rows(c: RunCell) -> list[tuple[str, str, str, str]]:
     """The median round's phases, each followed by its sub-phases, then the residual (with
     its parts) and the wall time: (kind, name, seconds, note); kind is ``phase`` (in bold),
@@ -120,6 +136,7 @@ def render_run(path: str | Path) -> str:
         phases_plot=fig_phases(cells, axes),
         cell_table=_cell_table(cells, axes),
         subphases=[{"id": c.id, "state": c.state, "rows": _subphase_rows(c)} for c in cells],
+        witnesses=_witnesses(cells),
         effects=_effects(cells, axes),
         rounds_plot=fig_rounds(cells, axes),
         timelines=[{"id": c.id, "plot": fig_timeline(c.headline, c.id)

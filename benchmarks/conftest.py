@@ -69,6 +69,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                         help=f"comma-separated values: narrow the {axis} axis")
     group.addoption("--rounds", type=int, default=None,
                     help="boots per cell (default: the matrix file's rounds, else 1)")
+    group.addoption("--spans", action="store_const", const="spans", default=None,
+                    help="every boot also records vLLM's OpenTelemetry start-up spans and "
+                         "holds them against the probes (a matrix file: witness: spans)")
     group.addoption("--boot-timeout", type=float, default=None,
                     help="hard limit for one boot, in seconds (default: the matrix file's "
                          "boot_timeout, else 900)")
@@ -210,6 +213,11 @@ class ColdstartSession:
         self.rounds = run_setting(config, "rounds")
         self.boot_timeout = run_setting(config, "boot_timeout")
         self.plan: Plan | None = getattr(config, "_coldstart_plan", None)
+        # vLLM's spans as a third witness: the command line's --spans, else the matrix
+        # file's witness; None is off, else the OTLP protocol.
+        witness = config.getoption("spans") or (self.plan.settings.witness
+                                                if self.plan and self.plan.settings else None)
+        self.spans = {"spans": "http/protobuf", "spans-grpc": "grpc"}.get(witness or "")
         self.baseline: dict[str, Any] = getattr(config, "_coldstart_baseline", {})
         self.runai_concurrency = config.getoption("runai_concurrency")
         self.results: dict[str, BootResult] = {}

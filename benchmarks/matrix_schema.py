@@ -103,6 +103,9 @@ class MatrixFile(BaseModel):
     boot_timeout: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     budgets: dict[str, float] = Field(default_factory=dict)
     serve_params: Path | None = None
+    # "spans": every boot also records vLLM's own OpenTelemetry start-up spans, held against
+    # the probes (harness.span_phases); "spans-grpc" exports them over gRPC instead of HTTP.
+    witness: Literal["probes", "spans", "spans-grpc"] = "probes"
 
     _check_budgets = field_validator("budgets")(_budgets_ok)
 
@@ -142,4 +145,5 @@ class Settings:
     budgets: dict[str, float] = field(default_factory=dict)
     engine_args: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    witness: str = "probes"
 

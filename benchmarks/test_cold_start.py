@@ -100,7 +100,8 @@ def _spec(cell: Cell, coldstart) -> BootSpec:
                     provenance=provenance, axes=dict(cell.extra), fixture_defaults=fixture,
                     # Random weights answer nonsense; the real model's answer is checked
                     # (against a reference of the fixture: a user's model has none here).
-                    check_answer=fixture and CATALOG[cell.model].kind == "real")
+                    check_answer=fixture and CATALOG[cell.model].kind == "real",
+                    spans=coldstart.spans)
 
 
 def _budgets(cell: Cell, coldstart) -> dict:

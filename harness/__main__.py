@@ -104,8 +104,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--answer-reference", type=Path, metavar="FOLDER",
                         help="with --check-answer: the pristine model folder the answer should "
                              "come from (default: the folder booted)")
+    parser.add_argument("--spans", nargs="?", const="http/protobuf", default=None,
+                        choices=("http/protobuf", "grpc"), metavar="PROTOCOL",
+                        help="record vLLM's own OpenTelemetry start-up spans (a receiver in "
+                             "this process; http/protobuf unless grpc is named) and hold them "
+                             "against the probes")
     parser.add_argument("--work-dir", type=Path, help="where the boot's log and events go")
     parser.add_argument("--out", type=Path, default=Path("boot_result.json"))
+
+
+def span_lines(result) -> list[str]:
+    """What the spans witnessed, a line per phase: the spans' seconds beside the probes', or
+    why the spans have none."""
+    witnessed = result.evidence.span_phases
+    lines = [f"spans: {len(result.evidence.spans or [])} received, mapping of vLLM "
+             f">= {witnessed.map_since}"
+             + (f"; names not mapped (kept): {', '.join(witnessed.unmapped)}"
+                if witnessed.unmapped else "")]
+    for phase, seconds in witnessed.phases.items():
+        agree = witnessed.agreement.get(phase)
+        if agree is not None:
+            lines.append(f"spans: {phase} {seconds:.2f} s, probes {agree['probes_s']:.2f} s: "
+                         + ("agree" if agree["agrees"] else
+                            f"DISAGREE (beyond {agree['tolerance_s']:.2f} s)"))
+        elif seconds is None:
+            lines.append(f"spans: {phase}: {witnessed.notes.get(phase, 'no span')}")
+        else:
+            lines.append(f"spans: {phase} {seconds:.2f} s (the probes have none)")
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -127,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
                         compile_cache=args.compile_cache, page_cache=args.page_cache,
                         entrypoint=args.entrypoint, engine_kwargs=dict(args.engine_arg),
                         timeout_s=args.timeout, check_answer=args.check_answer,
-                        tensorizer_uri=tensorizer_uri, work_dir=args.work_dir)
+                        tensorizer_uri=tensorizer_uri, work_dir=args.work_dir,
+                        spans=args.spans)
         result = run_boot(spec, progress=progress)
     except BootError as exc:  # a spec that cannot boot: said before any process starts
         raise InputError(str(exc)) from None
@@ -149,6 +176,9 @@ def run(args: argparse.Namespace) -> int:
             progress(note.note)
     args.out.write_text(result.model_dump_json(indent=2) + "\n")
     render_table(result)
+    if result.evidence.span_phases is not None:
+        for line in span_lines(result):
+            progress(line)
     progress(f"wrote {args.out}")
     if result.state != "measured":
         print(f"error: boot {result.state}: {result.reason}", file=sys.stderr)

@@ -17,6 +17,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from harness.span_phases import SpanPhases
+from harness.spans import SpanRecord
+
 __all__ = ["Answer", "AnswerToken", "DefectNote", "Evidence", "PageCacheFacts", "Priming",
            "Setting", "Settings", "SparseRecord", "WeightsFacts"]
 
@@ -163,6 +166,15 @@ class Evidence(SparseRecord):
     probe_durations_s: dict[str, float] = Field(default_factory=dict)
     engine_kwargs: dict[str, Any] = Field(default_factory=dict)  # what LLM(...) was given
     entrypoint_command: str | None = None  # "LLM(...)", or the serve command line
+
+    # harness.launch, a boot with spans on (BootSpec.spans): every span vLLM sent, what they
+    # say of the phases (harness.span_phases), the Unix time of the launch (within a
+    # millisecond: spans are on the Unix clock, the timeline counts from the launch), and
+    # requests the receiver could not read.
+    spans: list[SpanRecord] | None = None
+    span_phases: SpanPhases | None = None
+    spans_launch_unix_ns: int | None = None
+    span_problems: list[str] = Field(default_factory=list)
 
     # harness.correctness: known defects seen (or not) by the answer and compile-cache checks
     known_defects: list[DefectNote] = Field(default_factory=list)

@@ -42,11 +42,19 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
     """The measured part: one boot in a fresh process group, cut into phases.
 
     A boot that fails or times out still returns a BootResult (``state="failed"``) holding the
-    phases it completed, the error and the log tail: a failure is recorded, never lost.
+    phases it completed, the error and the log tail: a failure is recorded, never lost. With
+    spans on (``BootSpec.spans``), a receiver in this process takes vLLM's OTLP spans for the
+    length of the boot (``harness.spans_witness``).
     """
     say = progress or (lambda _msg: None)
-    say("booting vLLM")
-    return interpret_boot(prepared, _run_child(prepared, say))
+    if prepared.spec.spans is None:
+        say("booting vLLM")
+        return interpret_boot(prepared, _run_child(prepared, say))
+    from harness.spans_witness import witness_spans
+
+    with witness_spans(prepared) as attach:
+        say(f"booting vLLM (spans to {prepared.env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']})")
+        return attach(interpret_boot(prepared, _run_child(prepared, say)))
 
 
 def _run_child(prepared: Prepared, say: Callable[[str], None]) -> ProcessOutcome:

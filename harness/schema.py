@@ -153,7 +153,8 @@ class BootResult(BaseModel):
     state: State
     model: str
     model_path: str | None = None
-    # "probe" for a boot measured by the harness, "log" for one read from a log file.
+    # "probe" for a boot measured by the harness, "log" for one read from a log file, "spans"
+    # for one read from an exported trace (harness.span_boots).
     source: str = "probe"
     source_path: str | None = None
     vllm_version: str | None = None

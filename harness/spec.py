@@ -120,6 +120,10 @@ class BootSpec(BaseModel):
     # False: no probe in the boot's processes (only readiness is marked): the bare boot that
     # the probe overhead is measured against (benchmarks/overhead.py).
     instrument: bool = True
+    # vLLM's own OpenTelemetry spans as a third witness: the OTLP protocol the boot exports
+    # them with ("http/protobuf" or "grpc") to a receiver in the parent (harness.launch);
+    # None: tracing off.
+    spans: str | None = None
 
     def check(self) -> None:
         """Reject what cannot boot, with one line that names the problem."""
@@ -131,6 +135,8 @@ class BootSpec(BaseModel):
                 raise BootError(f"unknown {axis} {value!r}; choose one of {', '.join(allowed)}")
         if not self.timeout_s > 0:  # also NaN
             raise BootError(f"timeout {self.timeout_s} s: must be more than 0")
+        if self.spans is not None and self.spans not in ("http/protobuf", "grpc"):
+            raise BootError(f"spans {self.spans!r}: the OTLP protocol is http/protobuf or grpc")
         if (self.model_path is None) == (self.hub_id is None):
             raise BootError("name exactly one model: a folder (model_path) or a hub id")
         if self.hub_id is not None and not HUB_ID.match(self.hub_id):
@@ -212,6 +218,10 @@ class BootSpec(BaseModel):
             kwargs["model_loader_extra_config"] = {"tensorizer_uri": str(self.tensorizer_uri)}
         if self.compile_cache == "off":
             kwargs["enforce_eager"] = True
+        if self.spans is not None:
+            # With tracing on and log stats off (LLM's default) vLLM 0.32's first request dies
+            # in output_processor.do_tracing (req_state.stats is None): stats on, said so.
+            kwargs.setdefault("disable_log_stats", False)
         return kwargs
 
     def compile_cache_key(self) -> str:

@@ -51,6 +51,9 @@ PHASES_TRACK = "boot phases (each instant counted once)"
 # Calls recorded without their process (results written before they carried it); pid 1 is
 # init, never a process of a boot.
 UNKNOWN_PID = 1
+# vLLM's own spans, a track apart: pid 2 is the kernel's thread daemon, never a boot's.
+SPANS_PID = 2
+SPANS_TRACK = "vLLM's OpenTelemetry spans (its own witness)"
 RESIDUAL = "residual"
 # Axes that name a cell, in the order benchmarks/ writes test ids.
 # Process names multiprocessing gives every process it did not name itself.
@@ -98,7 +101,7 @@ def _assign_lanes(slices: list[Slice]) -> None:
     open): the trace-event format draws a lane's complete events as a stack, so slices that
     overlap without nesting (calls of two threads, sub-phases that cross) need lanes apart."""
     stacks: list[list[Slice]] = []
-    order = {"phase": 0, "residual": 0, "subphase": 1, "call": 1}
+    order = {"phase": 0, "residual": 0, "subphase": 1, "call": 1, "span": 1}
     for s in sorted(slices, key=lambda s: (s.start_s, -s.end_s, order[s.category])):
         for lane, stack in enumerate(stacks):
             while stack and stack[-1].end_s <= s.start_s:
@@ -209,7 +212,31 @@ def boot_tracks(result: BootResult) -> list[Track]:
                 {k: ev[k] for k in ("target", "argv", "ppid", "error") if k in ev}))
     for track in by_pid.values():
         _assign_lanes(track.slices)
-    return tracks + list(by_pid.values())
+    spans = _span_track(result)
+    return tracks + ([spans] if spans is not None else []) + list(by_pid.values())
+
+
+def _span_track(result: BootResult) -> Track | None:
+    """vLLM's own OpenTelemetry spans (a boot with spans on), beside the probes' tracks:
+    placed by the launch's Unix time, so within a millisecond of where they ran."""
+    spans, launch = result.evidence.spans, result.evidence.spans_launch_unix_ns
+    if not spans or launch is None:
+        return None
+    from harness.span_phases import span_map_for
+
+    mapping = span_map_for(result.vllm_version)[1]
+    track = Track(SPANS_PID, SPANS_TRACK, (min(s.start_ns for s in spans) - launch) / 1e9)
+    for s in spans:
+        track.slices.append(Slice(s.name, (s.start_ns - launch) / 1e9,
+                                  (s.end_ns - launch) / 1e9, "span",
+                                  args={"phase": mapping.get(s.name, (None,))[0],
+                                        "process": s.process.get("vllm.process_name")
+                                        or s.process.get("vllm.process_kind") or "front end",
+                                        "pid": s.process.get("vllm.process_id"),
+                                        **{k: v for k, v in s.attributes.items()
+                                           if k in ("code.function", "dynamo.time_seconds")}}))
+    _assign_lanes(track.slices)
+    return track
 
 
 # ------------------------------------------------------------------------- the trace JSON
