@@ -54,26 +54,35 @@ def framework_bootstrap_s(scan: LogScan, notes: dict[str, str]) -> float | None:
     return end
 
 
+# The lines of loading itself: one of them after the weights line does not show that
+# loading ended (another rank's weights, a drafter model's, the checkpoint's progress).
+_LOADING_KEYS = ("load_weights_s", "model_init_s", "model_loading_start", "weights_progress",
+                 "download_weights_s", "online_quantization_s")
+
+
 def model_loading_s(scan: LogScan, notes: dict[str, str]) -> float | None:
-    """vLLM's "Model loading took" (or tpu-inference's total); where the log has none (the
-    CPU and TPU runners print none, and a GPU or NPU paste may leave it out or be cut before
-    it) the printed parts on any platform: "Loading weights took" and "Initializing model
-    took", each read, their sum the phase, with a note saying so."""
+    """vLLM's "Model loading took" (or tpu-inference's total); where the log has none, on
+    any platform (the CPU and TPU runners print none; a GPU or NPU paste may leave it out)
+    the printed parts: "Loading weights took" and "Initializing model took", each read,
+    their sum the phase, with a note saying so. Not where the weights line is the last line
+    the log times (a log cut there may have lost a "Model loading took" with another value),
+    except on CPU and TPU, whose runners print no total."""
     d = scan.durations
     if "model_loading_s" in d:
         return d["model_loading_s"]
     if "load_weights_s" not in d:
         return None
     weights_at = max(i for i, key in scan.order if key == "load_weights_s")
-    later = {key for name in ("torch_compile", "kv_cache_profiling", "cuda_graph_capture")
-             for key in (*_END_EVIDENCE[name], *_STARTS[name])} | {"init_engine_s"}
-    went_on = any(i > weights_at and key in later for i, key in scan.order)
+    went_on = not scan.truncated or any(
+        i > weights_at and key not in _LOADING_KEYS for i, key in scan.order)
+    if not went_on and str(scan.facts.get("platform")) not in ("cpu", "tpu"):
+        notes["model_loading"] = ("'Loading weights took' is the log's last timed line: the "
+                                  "'Model loading took' after it may be cut off")
+        return None
     notes["model_loading"] = (
         "no 'Model loading took' line: vLLM's 'Loading weights took'"
         + (" + 'Initializing model took'" if "model_init_s" in d else "")
-        + " (the weight post-processing after them is not timed in this log)"
-        + ("" if went_on else "; the log ends after the weights line, so a 'Model loading "
-           "took' after it may have been cut off"))
+        + " (the weight post-processing after them is not timed in this log)")
     return d["load_weights_s"] + d.get("model_init_s", 0.0)
 
 
