@@ -5,7 +5,8 @@ several boots to gives one record each, in order) and written with the suite's r
 document functions, so ``harness.document.read_results(out.json)`` reads it back like a
 benchmark run. A boot that finished is a ``benchmarks`` entry; one that stops before start-up
 finished (it died, or the log was cut) is kept, as a failed boot, under
-``coldstart.unrecorded``.
+``coldstart.unrecorded``; so is one that finished but times none of the six phases (a total
+only), as a skipped boot with the reason: it is never fitted or compared as measured.
 
 Each record keeps the start-up total the log prints (``printed_total_s``: the study driver's
 "initialize_engine took", else vLLM's "init engine (profile, create kv cache, warmup model)
@@ -137,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
     write_run(document, args.output)
     print(f"ingest: wrote {len(document['benchmarks'])} boots "
-          f"(+{len(document['coldstart']['unrecorded'])} failed) to {args.output}", file=sys.stderr)
+          f"(+{len(document['coldstart']['unrecorded'])} failed or skipped) to {args.output}",
+          file=sys.stderr)
     return 0
 
 

@@ -54,48 +54,73 @@ def framework_bootstrap_s(scan: LogScan, notes: dict[str, str]) -> float | None:
     return end
 
 
-# Runners that print no "Model loading took": the CPU runner, the TPU runners.
-_NO_LOADING_TOTAL = ("cpu", "tpu")
+# The lines of loading itself: one of them after the weights line does not show that
+# loading ended (another rank's weights, a drafter model's, the checkpoint's progress).
+_LOADING_KEYS = ("load_weights_s", "model_init_s", "model_loading_start", "weights_progress",
+                 "download_weights_s", "online_quantization_s")
 
 
 def model_loading_s(scan: LogScan, notes: dict[str, str]) -> float | None:
-    """vLLM's "Model loading took" (or tpu-inference's total); where the runner prints none
-    (the CPU runner, the TPU runner, loaders whose total a paste left out) the printed parts:
-    "Loading weights took" and "Initializing model took", each read, their sum the phase."""
+    """vLLM's "Model loading took" (or tpu-inference's total); where the log has none, on
+    any platform (the CPU and TPU runners print none; a GPU or NPU paste may leave it out)
+    the printed parts: "Loading weights took" and "Initializing model took", each read,
+    their sum the phase, with a note saying so. Not where the weights line is the last line
+    the log times (a log cut there may have lost a "Model loading took" with another value),
+    except on CPU and TPU, whose runners print no total."""
     d = scan.durations
     if "model_loading_s" in d:
         return d["model_loading_s"]
     if "load_weights_s" not in d:
         return None
-    # Only where the runner prints no total, or the log went on past loading without one: a
-    # log cut right after the weights line may yet have printed "Model loading took".
     weights_at = max(i for i, key in scan.order if key == "load_weights_s")
-    later = {key for name in ("torch_compile", "kv_cache_profiling", "cuda_graph_capture")
-             for key in (*_END_EVIDENCE[name], *_STARTS[name])} | {"init_engine_s"}
-    went_on = any(i > weights_at and key in later for i, key in scan.order)
-    if not went_on and str(scan.facts.get("platform")) not in _NO_LOADING_TOTAL:
-        notes["model_loading"] = ("'Loading weights took' is the log's last loading line: the "
+    went_on = not scan.truncated or any(
+        i > weights_at and key not in _LOADING_KEYS for i, key in scan.order)
+    if not went_on and str(scan.facts.get("platform")) not in ("cpu", "tpu"):
+        notes["model_loading"] = ("'Loading weights took' is the log's last timed line: the "
                                   "'Model loading took' after it may be cut off")
         return None
-    parts = d["load_weights_s"] + d.get("model_init_s", 0.0)
     notes["model_loading"] = (
         "no 'Model loading took' line: vLLM's 'Loading weights took'"
         + (" + 'Initializing model took'" if "model_init_s" in d else "")
         + " (the weight post-processing after them is not timed in this log)")
-    return parts
+    return d["load_weights_s"] + d.get("model_init_s", 0.0)
+
+
+# The start-up totals a log prints, in the order they are preferred, and the phases inside
+# each: the study driver's "initialize_engine took" around LLM(...) holds the whole boot;
+# vLLM's "init engine ... took" (V1 and V0 0.7+) everything after model loading.
+_TOTALS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("study_initialize_engine_s", "initialize_engine took", schema.PHASE_NAMES),
+    ("init_engine_s", "init engine (profile, create kv cache, warmup model) took",
+     ("torch_compile", "kv_cache_profiling", "cuda_graph_capture")),
+)
 
 
 def printed_total(scan: LogScan) -> tuple[float | None, str | None]:
-    """The start-up total the log prints: the study driver's "initialize_engine took" around
-    LLM(...), else vLLM's "init engine (profile, create kv cache, warmup model) took" (V1 and
-    V0 0.7+: everything after model loading)."""
-    d = scan.durations
-    for key, words in (("study_initialize_engine_s", "initialize_engine took"),
-                       ("init_engine_s", "init engine (profile, create kv cache, warmup model) "
-                                         "took")):
-        if key in d:
-            return d[key], words
+    """The start-up total the log prints (``_TOTALS``) and the words of its line."""
+    for key, words, _ in _TOTALS:
+        if key in scan.durations:
+            return scan.durations[key], words
     return None, None
+
+
+def no_phase_reason(scan: LogScan, phases: dict[str, float | None],
+                    notes: dict[str, str]) -> str | None:
+    """Why a log that finished gives none of the six phases (None where it gives one): it
+    prints a total only, or nothing timed. The phases inside that total are noted so."""
+    if any(v is not None for v in phases.values()):
+        return None
+    found = next(((key, words, inside) for key, words, inside in _TOTALS
+                  if key in scan.durations), None)
+    if found is None:
+        return f"0 of {len(schema.PHASE_NAMES)} phases in the log: it times none of them"
+    key, words, inside = found
+    for name in inside:
+        if notes.get(name) == schema.NOT_IN_LOG:
+            notes[name] = (f"{schema.NOT_IN_LOG}: inside the printed total ('{words}'), "
+                           "which the log does not split")
+    return (f"0 of {len(schema.PHASE_NAMES)} phases in the log: it prints only its start-up "
+            f"total ('{words}' {scan.durations[key]:g} s, kept in printed_total_s)")
 
 
 def torch_compile_s(scan: LogScan, notes: dict[str, str]) -> float | None:
@@ -237,11 +262,13 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     return phases, subphases, notes, how
 
 
-def phases_reached(scan: LogScan) -> int:
-    """Index in boot order of the last phase the log shows evidence of (-1: none)."""
+def phases_reached(scan: LogScan, before: int | None = None) -> int:
+    """Index in boot order of the last phase the log shows the end of (-1: none), in its
+    lines before line ``before`` where given."""
+    shown = {key for i, key in scan.order if before is None or i < before}
     reached = -1
     for i, name in enumerate(schema.PHASE_NAMES):
-        if any(k in scan.durations or k in scan.marks for k in _END_EVIDENCE[name]):
+        if shown.intersection(_END_EVIDENCE[name]):
             reached = i
     return reached
 
@@ -265,10 +292,20 @@ def unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str 
     where no end of it follows (line order: processes flush their timestamps out of order);
     else the first applicable phase after the last one it shows the end of (the V0 engine
     compiles only when asked: torch_compile is that phase only where a compile line shows).
+    Where the log has an error line (``scan.first_error``), only the lines before the first
+    one count: what other processes print after it (ranks still loading, the front end's
+    shutdown) is not what was running when it died; there the checkpoint's progress bar
+    ("Loading safetensors checkpoint shards") also shows that weight loading had begun.
     Its start and the log's last instant bound how long it ran at least
     (``scan.facts["unfinished"]``).
     """
     order = list(schema.PHASE_NAMES)
+    stop = scan.first_error
+    lines = [(i, key) for i, key in scan.order if stop is None or i < stop]
+    starts_of = dict(_STARTS)
+    if stop is not None:
+        reached = phases_reached(scan, stop)
+        starts_of["model_loading"] = (*_STARTS["model_loading"], "weights_progress")
 
     def applies(name: str) -> bool:
         return not notes.get(name, "").startswith(schema.NOT_APPLICABLE_PREFIX)
@@ -277,12 +314,12 @@ def unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str 
     if name is not None and not applies(name):
         name = None
     if name is None:
-        phase_of = {key: phase for phase, keys in _STARTS.items() for key in keys}
-        starts = [(i, phase_of[key]) for i, key in scan.order
+        phase_of = {key: phase for phase, keys in starts_of.items() for key in keys}
+        starts = [(i, phase_of[key]) for i, key in lines
                   if key in phase_of and applies(phase_of[key])]
         if starts:
             at, phase = starts[-1]
-            if not any(i > at and key in _END_EVIDENCE[phase] for i, key in scan.order):
+            if not any(i > at and key in _END_EVIDENCE[phase] for i, key in lines):
                 name = phase
     if name is None:
         compiles = any(k in scan.durations or k in scan.marks

@@ -64,6 +64,12 @@ BOOT_START_REGEX = (rf"(?P<engine>{_ENGINE} (?:\(v|with config:))|(?P<args>non-d
 # front end, where that boot begins.
 _PLATFORM_PLUGINS = r"No plugins for group \S+ found"
 _PLATFORM_DETECTED = r"Automatically detected platform"
+# vLLM's logo in the serve banner (vllm/entrypoints/utils.py, 0.11+): the block characters the
+# lines holding "version X" and "model M" begin with.
+_BANNER = r"[\u2580\u2584\u2588]"
+# An integer argument as the CLI logs it: "non-default args: {..., 'NAME': 2}" or the
+# API server's "args: Namespace(..., NAME=2, ...)".
+_USER_ARG = r"(?:non-default args: \{{.*?'|args: Namespace\(.*?\b){}(?:': |=)(?P<value>\d+)"
 PROCESS_FIRST_LINES_REGEX = rf"{_PLATFORM_PLUGINS}|{_PLATFORM_DETECTED}"
 
 LOG_PATTERNS: tuple[LogPattern, ...] = (
@@ -182,11 +188,22 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                r"Engine core initialization failed|EngineCore failed to start|"
                r"Traceback \(most recent call last\)", "mark"),
     # ---- facts
-    LogPattern("vllm_version", rf"{_ENGINE} \(v(?P<value>[^)\s]+)\)", "fact"),
-    LogPattern("vllm_version", rf"{_SERVER_VERSION} (?P<value>\S+)", "fact"),
+    LogPattern("vllm_version", rf"{_ENGINE} \(v(?P<value>[^)\s]+)\)", "fact",
+               why="the engine line"),
+    LogPattern("vllm_version", rf"{_SERVER_VERSION} (?P<value>\S+)", "fact",
+               why="the 'vLLM API server version' line"),
+    LogPattern("vllm_version", rf"{_BANNER}\s+version\s+(?P<value>\d+\.\d+\S*)", "fact",
+               why="the serve banner: vLLM's logo in block characters with 'version X' beside "
+                   "it (seen on 0.17 to 0.19 logs)"),
     LogPattern("platform", rf"{_PLATFORM_DETECTED} (?P<value>\w+)", "fact"),
     LogPattern("platform", r"device_config=(?P<value>\w+)", "fact",
                why="the engine config line; on logs without the platform line"),
+    LogPattern("model_path", rf"{_BANNER}\s+model\s+(?P<value>\S+)", "fact",
+               why="the serve banner's second line"),
+    LogPattern("model_path", r"non-default args: \{.*?'model(?:_tag)?': '(?P<value>[^']+)'",
+               "fact", why="the CLI's arguments: the model given to 'vllm serve'"),
+    LogPattern("model_path", r"args: Namespace\(.*?\bmodel='(?P<value>[^']+)'", "fact",
+               why="the API server's arguments before 'non-default args' (up to 0.8)"),
     LogPattern("model_path", r"with config: model='(?P<value>[^']+)'", "fact"),
     LogPattern("model_path", r"Starting to load model (?P<value>.+?)\.\.\.", "fact"),
     LogPattern("v0_engine", r"^Initializing (?:an|a V0) LLM engine\b", "fact", _V0,
@@ -217,6 +234,13 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                "fact"),
     LogPattern("cfg_pipeline_parallel_size",
                r"with config: .*?\bpipeline_parallel_size=(?P<value>\d+)", "fact"),
+    # The same sizes as the user gave them, where the config line was not kept.
+    *(LogPattern(f"cfg_{size}", _USER_ARG.format(size), "fact")
+      for size in ("tensor_parallel_size", "pipeline_parallel_size")),
+    LogPattern("platform_plugin", r"Platform plugin (?P<value>\w+) is activated", "fact",
+               why="an out-of-tree platform (vllm-ascend: 'ascend'), vllm/platforms/__init__.py"),
+    LogPattern("weights_progress", r"Loading (?:safetensors |pt )?checkpoint shards:", "mark",
+               why="tqdm's progress over the checkpoint while weights load (no timestamp)"),
     LogPattern("cfg_enable_prefix_caching",
                r"with config: .*?\benable_prefix_caching=(?P<value>True|False)", "fact"),
     LogPattern("cfg_kv_cache_dtype", r"with config: .*?\bkv_cache_dtype=(?P<value>\w+)", "fact"),
@@ -248,6 +272,60 @@ PLATFORM_FROM_SOURCE: dict[str, str] = {
     "rocm.py": "rocm", "rocm_flash_attn.py": "rocm",
     "cuda.py": "cuda", "gpu_executor.py": "cuda",
 }
+
+# The platform a line names, for a log whose "Automatically detected platform" and config
+# lines were not kept: vllm-ascend and torch_npu (Ascend NPU), habana / vllm-gaudi (Gaudi HPU),
+# intel_extension_for_pytorch (XPU), ROCm's aiter kernels, torch_xla / tpu_inference (TPU).
+# Searched in the message of a line that does not say the platform is absent (vLLM's DEBUG
+# platform probe names every platform it rules out: "HPU platform is not available because
+# habana_frameworks is not found").
+PLATFORM_CLUES: tuple[tuple[str, str], ...] = (
+    ("npu", r"\bvllm[_-]ascend\b|\btorch_npu\b|\bAscend\b|\bNPU\w*(?:Worker|ModelRunner)"),
+    ("hpu", r"\bhabana(?:_frameworks|labs)?\b|\bvllm[_-]gaudi\b|\bHPU\w*(?:Worker|ModelRunner)"),
+    ("xpu", r"\bintel_extension_for_pytorch\b|\bXPU\w*(?:Worker|ModelRunner)"),
+    ("rocm", r"^\[aiter\]|\bROCm\w*(?:Backend|FlashAttention)|\baiter\b.*\.so\b"),
+    ("tpu", r"\btorch_xla\b|\btpu_inference\b|\blibtpu\b"),
+    ("cuda", r"Confirmed CUDA platform is available"),
+)
+PLATFORM_ABSENT = r"not available|No module named|not found|is not installed"
+# The platform each out-of-tree platform plugin ("Platform plugin X is activated") runs on.
+PLATFORM_OF_PLUGIN: dict[str, str] = {"ascend": "npu", "hpu": "hpu", "gaudi": "hpu",
+                                      "tpu": "tpu", "xpu": "xpu"}
+
+# When no line states the release: what the log's format and wording allow (a PEP 440
+# specifier set each). Every clue that shows narrows the range; clues that disagree (a
+# paste of two releases) give none. Read from the releases' logs and the registry above.
+VERSION_CLUES: tuple[tuple[str, str, str], ...] = (
+    # 0.7.3 and older write "file.py:123]"; a paste can lose the bracket, never add one.
+    ("bracketed_source", ">=0.8", "the logger's '[file.py:123]' tag (0.8.0 and later)"),
+    ("v0_named_engine", ">=0.7.3,<0.11", "'Initializing a V0 LLM engine' (0.7.3 .. 0.10)"),
+    ("unnamed_engine", "<0.7.3", "'Initializing an LLM engine' (before V0 / V1 were named)"),
+    ("v0_weights_loaded", "<0.11", "the V0 worker's 'Loading model weights took X GB'"),
+    ("gpu_blocks", "<0.7", "'# GPU blocks' (0.7 names the platform's dispatch key)"),
+    ("platform_blocks", ">=0.7,<0.11", "'# cuda blocks' (the dispatch key, 0.7 .. 0.10)"),
+    ("v0_capture_old", "<0.7", "'Capturing the model for CUDA graphs' (reworded in 0.7)"),
+    ("model_loading_start", ">=0.6", "'Starting to load model' (0.6 and later)"),
+    ("init_engine_s", ">=0.7", "'init engine (profile, create kv cache, warmup model)' (0.7+)"),
+    ("compile_takes", "<0.12", "'torch.compile takes X s in total' (0.11 and older)"),
+    ("compile_took", ">=0.12", "'torch.compile took X s in total' (0.12 and later)"),
+    ("dynamic_shape", "<0.12", "'Compiling a graph for dynamic shape' (0.11 and older)"),
+    ("compile_range", ">=0.12", "'Compiling a graph for compile range' (0.12 and later)"),
+)
+# The lines (searched in the message) and header forms that are clues, by name.
+VERSION_CLUE_LINES: dict[str, str] = {
+    "v0_named_engine": r"^Initializing a V0 LLM engine\b",
+    "unnamed_engine": r"^Initializing an LLM engine\b",
+    "gpu_blocks": r"^# GPU blocks: \d+",
+    "platform_blocks": r"^# (?:cuda|CUDA|rocm|ROCm) blocks: \d+",
+    "v0_capture_old": r"Capturing the model for CUDA graphs",
+    "compile_takes": r"torch\.compile takes \d",
+    "compile_took": r"torch\.compile took \d",
+    "dynamic_shape": r"Compiling a graph for dynamic shape",
+    "compile_range": r"Compiling a graph for compile range",
+}
+
+# The clues above that are the registry's own lines, read by their LogPattern key.
+VERSION_CLUE_KEYS: tuple[str, ...] = ("v0_weights_loaded", "model_loading_start", "init_engine_s")
 
 # What a crashed boot was doing, from its traceback: vLLM's start-up functions by phase, named
 # by a frame line ('File ".../vllm/...", line N, in load_model') or by the call on a frame's

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness import registry
-from harness.log_facts import capture_not_applicable, compile_cache_state, engine_config, fact_value
+from harness.log_facts import (
+    capture_not_applicable,
+    compile_cache_state,
+    engine_config,
+    fact_value,
+    parallel_ranks,
+    resolve_platform,
+    version_range,
+)
 from harness.log_lines import LogLine, detect_version, has_process_tag, parse_line, place_in_time
 
 __all__ = ["LogScan", "scan_lines", "split_boots", "engine_config", "is_log_line"]
@@ -38,6 +46,15 @@ _FUNCTION_PHASE = {f: phase for phase, names in registry.TRACEBACK_FUNCTIONS for
 # it, the scan reports it.
 LOOKS_TIMED = re.compile(r"\b(?:took|takes|seconds|secs|elapsed)\b", re.IGNORECASE)
 HAS_DIGIT = re.compile(r"\d")
+_PLATFORM_CLUES = [(name, re.compile(regex)) for name, regex in registry.PLATFORM_CLUES]
+_PLATFORM_ABSENT = re.compile(registry.PLATFORM_ABSENT)
+# The process tags and rank prefix a line without a log header (a traceback's) begins with.
+_LEADING_TAGS = re.compile(r"^\s*(?:\([^()]*\)\s*)*(?:\[rank\d+\]:)?")
+_VERSION_CLUE_LINES = {name: re.compile(r) for name, r in registry.VERSION_CLUE_LINES.items()}
+# An exception Python printed without a log header ("RuntimeError: CUDA out of memory",
+# "[rank0]: torch.OutOfMemoryError: ..."), after any process tags and rank prefix.
+_RAISED = re.compile(r"^(?:\([^()]*pid=\d+[^()]*\)\s*)*(?:\[rank\d+\]:\s*)?"
+                     r"(?:[\w.]+\.)?\w*(?:Error|Exception)\b(?::|$)")
 
 
 @dataclass
@@ -54,7 +71,10 @@ class LogScan:
     marks : seconds since the log's first timestamped line at which each instant-line (and each
         duration line) was logged, every occurrence in log order.
     events : the same instants with their process, ``{"process", "pid", "event", "t_s"}``.
-    facts : ``vllm_version``, ``platform`` (cpu / cuda), ``model_path``, ``architecture``,
+    facts : ``vllm_version`` (``vllm_version_line``: the line stating it; else
+        ``vllm_version_range`` and its ``vllm_version_clues``), ``platform`` (cuda / rocm /
+        cpu / tpu / xpu / hpu / npu; ``platform_from`` where no line states it), the ranks
+        process tags name (``tp_ranks_seen``, ...), ``model_path``, ``architecture``,
         ``weights_gib``,
         ``cuda_graph_sizes``, ``compile_cache`` (hit / miss / load_failure / disabled /
         not_applicable / unknown), ``timestamp_resolution_s``, ``log_span_s``, ``error``, ...
@@ -66,6 +86,8 @@ class LogScan:
         (``registry.TRACEBACK_PHASES``), where the log holds one.
     truncated : the log stops before start-up finished (no "init engine ... took" line and no
         ready line): the boot died or the log was cut.
+    first_error : index of the log's first error line (an ERROR or CRITICAL record, a
+        traceback's start, an exception Python printed), where it has one: the crash.
     """
 
     durations: dict[str, float] = field(default_factory=dict)
@@ -79,6 +101,7 @@ class LogScan:
     # (line index, key) of every mark and duration line, in the order the log holds them
     # (timestamps of processes flushing independently can be out of order; lines are not).
     order: list[tuple[int, str]] = field(default_factory=list)
+    first_error: int | None = None
 
     def first(self, mark: str) -> float | None:
         times = self.marks.get(mark)
@@ -130,6 +153,8 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     sources: list[str] = []
     traceback_phase: str | None = None
     after_frame = False
+    platform_clues: list[str] = []
+    version_clues: set[str] = set()
 
     for index, (line, t_s) in enumerate(zip(parsed, times)):
         if line.level is not None:
@@ -146,6 +171,10 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
             traceback_phase = _innermost(traceback_phase, frame)
         if line.level in ("ERROR", "CRITICAL"):
             errors.append(line.text)
+        if scan.first_error is None and (line.level in ("ERROR", "CRITICAL") or (
+                line.level is None and _RAISED.match(line.text))):
+            scan.first_error = index
+        _clues(line, platform_clues, version_clues)
         matched = False
         for pattern in patterns:
             found = pattern.compiled.search(line.text)
@@ -170,6 +199,8 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
                     scan.marks.setdefault(pattern.key, []).append(t_s)
             elif pattern.kind == "mark":
                 scan.order.append((index, pattern.key))
+                if pattern.key == "engine_failed" and scan.first_error is None:
+                    scan.first_error = index
                 if t_s is not None:
                     scan.marks.setdefault(pattern.key, []).append(t_s)
                     scan.events.append({"process": line.process or "main", "pid": line.pid,
@@ -179,6 +210,8 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
             else:
                 # Earlier lines win: the version and model are stated first by the front end.
                 scan.facts.setdefault(pattern.key, fact_value(pattern.key, found))
+                if pattern.key == "vllm_version" and found["value"] == version:
+                    scan.facts.setdefault("vllm_version_line", pattern.why)
         if not matched and LOOKS_TIMED.search(line.text) and HAS_DIGIT.search(line.text):
             scan.unread.append(line.raw)
 
@@ -193,12 +226,16 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     scan.facts["engine"] = _engine(scan, processes, parsed)
     if scan.facts["engine"] == "v0":
         scan.facts["v0_engine"] = True
-    if "platform" not in scan.facts:
-        named = [registry.PLATFORM_FROM_SOURCE[s] for s in sources
-                 if s in registry.PLATFORM_FROM_SOURCE]
-        if named:
-            scan.facts["platform"] = named[0]
-            scan.facts["platform_from"] = "the source files of its lines"
+    named = [registry.PLATFORM_FROM_SOURCE[s] for s in sources
+             if s in registry.PLATFORM_FROM_SOURCE]
+    resolve_platform(scan.facts, platform_clues, named)
+    keys = set(scan.marks) | set(scan.durations) | {k for _, k in scan.order}
+    inferred = version_range(version_clues | (keys & set(registry.VERSION_CLUE_KEYS)))
+    if inferred is not None and "vllm_version" not in scan.facts:
+        scan.facts["vllm_version_range"], scan.facts["vllm_version_clues"] = inferred
+    scan.facts.update(parallel_ranks(
+        line.prefix if line.level is not None else _LEADING_TAGS.match(line.raw).group(0)
+        for line in parsed))
     if traceback_phase is not None:
         scan.facts["traceback_phase"] = traceback_phase
     if errors:
@@ -219,6 +256,16 @@ def is_log_line(raw: str) -> bool:
     return (line.level is not None or has_process_tag(line.raw)
             or _FRAME.search(line.raw) is not None
             or any(p.compiled.search(line.text) for p in registry.LOG_PATTERNS))
+
+
+def _clues(line: LogLine, platforms: list[str], versions: set[str]) -> None:
+    """Note the platform a line names and the releases its wording and format allow."""
+    if not _PLATFORM_ABSENT.search(line.text):
+        platforms.extend(name for name, clue in _PLATFORM_CLUES if clue.search(line.text))
+    versions.update(name for name, clue in _VERSION_CLUE_LINES.items()
+                    if clue.search(line.text))
+    if line.level is not None and line.source and line.raw.split(line.source)[0][-1:] == "[":
+        versions.add("bracketed_source")
 
 
 def _echo(tags: tuple[Any, ...], other: tuple[Any, ...]) -> bool:

@@ -25,8 +25,9 @@ framework_bootstrap first log line -> "Starting to load model", less tokenizer_i
                    before vLLM's first log line is not visible.
 tokenizer_init     "NEW: Init Tokenizer took" (the study's patched vLLM only)
 model_loading      "Model loading took ... and X seconds" (GPU runner); subphases
-                   "Initializing model took" and "Loading weights took". The CPU runner
-                   prints no total, so there model_loading is not in the log.
+                   "Initializing model took" and "Loading weights took". Where no total is
+                   in the log (the CPU and TPU runners print none, a paste may lose it) the
+                   sum of those two, on any platform, with a note saying so.
 torch_compile      0.10/0.11: "torch.compile takes X s in total" (Dynamo + Inductor, cache
                    loading excluded) + "Directly load the compiled graph(s) ... took";
                    0.12+: the sum of "torch.compile took X s in total" (each compile or cache
@@ -61,7 +62,13 @@ from pathlib import Path
 
 from harness import schema
 from harness.evidence import Evidence
-from harness.log_compose import compose_v1, phases_reached, printed_total, unfinished_phase
+from harness.log_compose import (
+    compose_v1,
+    no_phase_reason,
+    phases_reached,
+    printed_total,
+    unfinished_phase,
+)
 from harness.log_compose_v0 import compose_v0
 from harness.log_scan import HAS_DIGIT, LOOKS_TIMED, LogScan, engine_config, scan_lines, split_boots  # noqa: F401
 from harness.log_scan import is_log_line
@@ -127,7 +134,8 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
     BootResult
         ``state="measured"``, or ``"failed"`` where the log stops before start-up finished
         (``error`` says why, ``log_tail`` holds the last lines, the phases it completed are
-        kept). A phase the log cannot support is ``None`` with ``phase_notes[name] ==
+        kept), or ``"skipped"`` where it finished but times none of the six phases
+        (``skip_reason`` says so; a printed total stays in ``printed_total_s``). A phase the log cannot support is ``None`` with ``phase_notes[name] ==
         schema.NOT_IN_LOG``; on CPU ``cuda_graph_capture`` is "not applicable: ...".
 
     A log holding several boots (a restarted pod appending to one file, see ``split_boots``)
@@ -179,6 +187,10 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
 
     state: schema.State = "failed" if scan.truncated else "measured"
     error = log_tail = None
+    # A finished log that times no phase measured nothing per phase: never fitted or compared.
+    skip_reason = None if scan.truncated else no_phase_reason(scan, phases, notes)
+    if skip_reason is not None:
+        state = "skipped"
     if scan.truncated:
         error = facts.get("error") or "log ends before start-up finished (no 'init engine ... took' line)"
         log_tail = "\n".join(lines[-20:])
@@ -198,6 +210,9 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
         model_from_filename(source_path) if source_path else None) or (
         Path(source_path).stem if source_path else "unknown")
     version = facts.get("vllm_version")
+    version_source = facts.get("vllm_version_line") if version else (
+        "inferred: " + "; ".join(facts["vllm_version_clues"])
+        if "vllm_version_range" in facts else None)
     platform = str(facts["platform"]).lower() if "platform" in facts else None
     evidence = Evidence(
         facts=facts, composition=how, marks=scan.marks,
@@ -209,7 +224,9 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
     total, words = printed_total(scan)
     return schema.BootResult(
         state=state, model=name, model_path=model_path, source="log", source_path=source_path,
-        vllm_version=version, platform=platform, phases=phases, phase_notes=notes,
+        vllm_version=version, vllm_version_source=version_source,
+        vllm_version_range=facts.get("vllm_version_range"), skip_reason=skip_reason,
+        platform=platform, phases=phases, phase_notes=notes,
         subphases=subphases, compile_cache_observed=facts.get("compile_cache"),
         log_durations=dict(scan.durations), events=scan.events, error=error, log_tail=log_tail,
         versions={"vllm": version} if version else {}, evidence=evidence,

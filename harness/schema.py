@@ -22,6 +22,12 @@ Schema changelog (bump ``SCHEMA_VERSION`` on any change a reader must know about
   prints beside its phases (the reference study's "initialize_engine took", else vLLM's "init
   engine (profile, create kv cache, warmup model) took"), for a record read from a log; older
   documents read as having none.
+  Later additions to 3 (optional, older documents read as having none): for a record read
+  from a log, ``vllm_version_source`` (the line that states ``vllm_version``, or that the
+  release is inferred) and ``vllm_version_range`` (where no line states it: the releases the
+  log's format and wording allow, a PEP 440 specifier set such as ">=0.8,<0.12"). A log that
+  prints a start-up total but none of the six phases is ``state="skipped"`` with the reason,
+  never "measured": there is nothing per phase to fit or compare.
 """
 
 from __future__ import annotations
@@ -158,7 +164,12 @@ class BootResult(BaseModel):
     source: str = "probe"
     source_path: str | None = None
     vllm_version: str | None = None
-    platform: str | None = None  # "cpu" or "cuda"; detected, never assumed
+    # Read from a log: the line vllm_version is read from, or "inferred: ..." where no line
+    # states the release and vllm_version_range holds what the log's format allows.
+    vllm_version_source: str | None = None
+    vllm_version_range: str | None = None
+    # "cuda", "rocm", "cpu", "tpu", "xpu", "hpu" (Gaudi) or "npu" (Ascend); detected, never assumed
+    platform: str | None = None
     loader: str | None = None
     compile_cache: str | None = None
     page_cache: str | None = None

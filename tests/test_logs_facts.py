@@ -1,0 +1,270 @@
+"""What the log reader reads about a boot beyond its phases (issue 27): the release, the
+platform, the model and the parallel sizes from the lines that say them; a record that
+times no phase is never "measured"; a crash is placed in the phase that was running when
+the first error line appeared; model loading from "Loading weights took" where no "Model
+loading took" line exists.
+
+Every line below is a real recorded line: from the logs under ``tests/data`` (file named),
+else copied from the public thread whose URL is given beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness import schema
+from harness.logs import not_a_log, read_boots, read_log
+
+DATA = Path(__file__).resolve().parent / "data"
+PUBLIC = DATA / "logs" / "public"
+MANIFEST = json.loads((PUBLIC / "manifest.json").read_text(encoding="utf-8"))["logs"]
+
+
+def _logs_under_data() -> list[Path]:
+    # Every file of tests/data the reader takes for a vLLM log (the matrix id lists and
+    # JSON documents beside them are not logs).
+    out = []
+    for path in sorted(DATA.rglob("*")):
+        if path.suffix in (".log", ".txt") and path.is_file():
+            if not_a_log(path.read_text(encoding="utf-8", errors="replace")) is None:
+                out.append(path)
+    return out
+
+
+def _read(lines: str) -> schema.BootResult:
+    return read_log(lines.strip("\n") + "\n")
+
+
+# ---------------------------------------------------------------- 1. no zero-phase "measured"
+def test_no_log_under_data_is_measured_with_zero_phases() -> None:
+    logs = _logs_under_data()
+    assert len(logs) >= 60  # the public corpus, the study's sweep, the CPU boot's log
+    wrong = []
+    for path in logs:
+        for boot in read_boots(path):
+            if boot.state == "measured" and all(v is None for v in boot.phases.values()):
+                wrong.append(str(path.relative_to(DATA)))
+    assert not wrong, wrong
+
+
+# https://github.com/vllm-project/vllm/pull/20707 (turn 14): an eager boot's end, the
+# printed total and no line timing a phase.
+INIT_TOTAL_ONLY = """
+(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [gpu_worker.py:277] Available KV cache memory: 112.61 GiB
+(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [kv_cache_utils.py:849] GPU KV cache size: 922,496 tokens
+(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [kv_cache_utils.py:853] Maximum concurrency for 40,000 tokens per request: 23.06x
+(EngineCore_0 pid=1399537) INFO 08-19 14:58:40 [core.py:215] init engine (profile, create kv cache, warmup model) took 1.06 seconds
+(EngineCore_0 pid=1399537) INFO 08-19 14:58:41 [__init__.py:3575] Cudagraph is disabled under eager mode
+"""
+
+
+def test_a_printed_total_alone_is_skipped_with_the_total_kept() -> None:
+    result = _read(INIT_TOTAL_ONLY)
+    assert result.state == "skipped"
+    assert all(v is None for v in result.phases.values())
+    assert result.printed_total_s == pytest.approx(1.06)
+    assert result.skip_reason.startswith("0 of 6 phases in the log")
+    # the phases inside the total say so; the ones before it are simply not in the log
+    assert "inside the printed total" in result.phase_notes["kv_cache_profiling"]
+    assert result.phase_notes["kv_cache_profiling"].startswith(schema.NOT_IN_LOG)
+    assert result.phase_notes["model_loading"] == schema.NOT_IN_LOG
+
+
+def test_a_skipped_log_record_is_never_fitted_or_entered_as_measured(tmp_path: Path) -> None:
+    from analysis.ingest import ingest
+
+    log = tmp_path / "total-only.log"
+    log.write_text(INIT_TOTAL_ONLY.lstrip("\n"), encoding="utf-8")
+    document = ingest([log])
+    assert document["benchmarks"] == []
+    (kept,) = document["coldstart"]["unrecorded"]
+    assert kept["state"] == "skipped" and kept["printed_total_s"] == pytest.approx(1.06)
+
+
+# ---------------------------------------------------------------- 2. the release
+# A public GitHub file the code index holds without naming its repository (a docker-compose
+# note, "# vllm crash"): vLLM 0.19.2rc1's serve banner and the engine line after it.
+BANNER = """
+2026-04-19 12:58:51.742 | (APIServer pid=1) INFO 04-19 10:58:51 [utils.py:299]        █     █     █▄   ▄█
+2026-04-19 12:58:51.742 | (APIServer pid=1) INFO 04-19 10:58:51 [utils.py:299]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.19.2rc1.dev8+g4b7f5ea1a
+2026-04-19 12:58:51.742 | (APIServer pid=1) INFO 04-19 10:58:51 [utils.py:299]   █▄█▀ █     █     █     █  model   RedHatAI/gemma-4-26B-A4B-it-NVFP4
+2026-04-19 12:58:51.742 | (APIServer pid=1) INFO 04-19 10:58:51 [utils.py:299]    ▀▀  ▀▀▀▀▀ ▀▀▀▀▀ ▀     ▀
+"""
+
+
+def test_the_banner_names_the_release_and_the_model() -> None:
+    result = _read(BANNER)
+    assert result.vllm_version == "0.19.2rc1.dev8+g4b7f5ea1a"
+    assert "banner" in result.vllm_version_source
+    assert result.model_path == "RedHatAI/gemma-4-26B-A4B-it-NVFP4"
+    assert result.vllm_version_range is None
+
+
+# https://github.com/vllm-project/vllm/pull/24162 (turn 0)
+SERVER_LINES = """
+INFO 09-03 16:28:08 [__init__.py:241] Automatically detected platform cuda.
+INFO 09-03 16:28:10 [api_server.py:1882] vLLM API server version 0.10.2.dev378+g4d7fe40fc.d20250829
+INFO 09-03 16:28:10 [utils.py:328] non-default args: {'model_tag': '/data/datasets/models-hf/Qwen2.5-0.5B/', 'model': '/data/datasets/models-hf/Qwen2.5-0.5B/', 'tensor_parallel_size': 2}
+"""
+
+
+def test_the_server_line_and_non_default_args() -> None:
+    result = _read(SERVER_LINES)
+    assert result.vllm_version == "0.10.2.dev378+g4d7fe40fc.d20250829"
+    assert "API server version" in result.vllm_version_source
+    assert result.platform == "cuda"
+    assert result.model == "Qwen2.5-0.5B" and result.model_path.endswith("Qwen2.5-0.5B/")
+    assert result.engine_config["tensor_parallel_size"] == 2
+
+
+def test_without_a_version_line_the_release_is_inferred_and_marked_so() -> None:
+    # 001: "[file.py:123]" tags (0.8+) and "torch.compile takes ... in total" (up to 0.11)
+    result = read_log(PUBLIC / "001-runai-streamer-v1-serve.log")
+    assert result.vllm_version is None
+    assert result.vllm_version_range == ">=0.8,<0.12"
+    assert result.vllm_version_source.startswith("inferred: ")
+    # 022 is 0.6.4.post1 (its thread's title): "# GPU blocks" and the V0 capture wording
+    result = read_log(PUBLIC / "022-v0-064-quoted-memory-profiling.log")
+    assert result.vllm_version_range == "<0.7"
+
+
+def test_every_inferred_range_holds_the_release_the_manifest_states() -> None:
+    from packaging.specifiers import SpecifierSet
+
+    for entry in MANIFEST:
+        if not entry["version"]:
+            continue
+        result = read_boots(PUBLIC / entry["file"])[-1]
+        stated = entry["version"].split()[0]
+        if result.vllm_version is not None:
+            assert result.vllm_version == stated, entry["file"]
+        elif result.vllm_version_range is not None:
+            assert SpecifierSet(result.vllm_version_range).contains(stated), entry["file"]
+
+
+# ---------------------------------------------------------------- 2. the platform
+@pytest.mark.parametrize("line, platform", [
+    # https://github.com/vllm-project/vllm-ascend/issues/644 (turn 9)
+    ("INFO 04-30 07:45:43 __init__.py:198] Platform plugin ascend is activated", "npu"),
+    # https://github.com/vllm-project/vllm-ascend/issues/622 (turn 0), the config line
+    ("INFO 04-22 11:24:16 [llm_engine.py:243] Initializing a V0 LLM engine (v0.8.4) with "
+     "config: model='/share/model/Qwen/Qwen2.5-VL-72B-Instruct', tensor_parallel_size=8, "
+     "pipeline_parallel_size=1, device_config=npu, seed=None", "npu"),
+    # https://github.com/HabanaAI/vllm-fork/issues/776 (turn 0)
+    ("INFO 02-04 12:34:57 __init__.py:192] Automatically detected platform hpu.", "hpu"),
+    # https://github.com/vllm-project/vllm/pull/14612
+    ("INFO 03-13 10:36:11 [__init__.py:256] Automatically detected platform xpu.", "xpu"),
+])
+def test_the_platform_from_the_line_that_says_it(line: str, platform: str) -> None:
+    assert _read(line).platform == platform
+
+
+def test_the_platform_from_the_lines_that_name_it() -> None:
+    # 006: ROCm's aiter kernels ("[aiter] import [module_aiter_enum] under ...")
+    assert read_log(PUBLIC / "006-rocm-0111-aiter.log").platform == "rocm"
+    # https://github.com/vllm-project/vllm-ascend/issues/19 (turn 13): a traceback through
+    # vllm_ascend's worker, no platform line kept
+    result = _read('(VllmWorkerProcess pid=25847) ERROR 03-06 01:17:36 multiproc_worker_utils.py:240]'
+                   '   File "/usr/local/python3.10/lib/python3.10/site-packages/vllm_ascend/'
+                   'worker.py", line 188, in load_model')
+    assert result.platform == "npu"
+    assert result.evidence.facts["platform_from"].startswith("the lines that name it")
+
+
+def test_a_platform_ruled_out_is_not_the_platform() -> None:
+    # https://github.com/vllm-project/vllm/issues/17676: vLLM's DEBUG probe names each
+    # platform it rules out
+    result = _read("""
+DEBUG 05-15 10:52:32 [__init__.py:72] Confirmed CUDA platform is available.
+DEBUG 05-15 10:52:32 [__init__.py:129] HPU platform is not available because habana_frameworks is not found.
+DEBUG 05-15 10:52:32 [__init__.py:150] XPU platform is not available because: No module named 'intel_extension_for_pytorch'
+""")
+    assert result.platform == "cuda"
+
+
+# ---------------------------------------------------------------- 2. parallel sizes
+def test_tensor_parallel_at_least_from_rank_tags() -> None:
+    # 016: Worker_TP0 .. Worker_TP7 (vLLM adds _TPn only when TP > 1)
+    result = read_log(PUBLIC / "016-genesis-tp8-hybrid.log")
+    assert result.engine_config["tensor_parallel_size_at_least"] == 8
+    # 005: Worker_TP0 alone still says TP > 1
+    assert read_log(PUBLIC / "005-qwen-vl-worker-tp0.log").engine_config[
+        "tensor_parallel_size_at_least"] == 2
+    # 032: "(VllmWorker rank=5 pid=3073)": six ranks at least (its thread: TP 8)
+    assert read_log(PUBLIC / "032-v1-traceback-only-load.log").engine_config[
+        "world_size_at_least"] == 6
+
+
+def test_the_manifest_parallel_sizes_hold() -> None:
+    for entry in MANIFEST:
+        if not entry["tensor_parallel"]:
+            continue
+        config = read_boots(PUBLIC / entry["file"])[-1].engine_config
+        exact = config.get("tensor_parallel_size")
+        floor = config.get("tensor_parallel_size_at_least", config.get("world_size_at_least"))
+        assert exact in (None, entry["tensor_parallel"]), entry["file"]
+        assert floor is None or floor <= entry["tensor_parallel"], entry["file"]
+
+
+# ---------------------------------------------------------------- 3. where a crash happened
+# https://github.com/vllm-project/vllm/pull/51910 (turn 0): a rank dies while the checkpoint
+# loads; the excerpt keeps the progress bar and the error, not the frame that loads.
+CRASH_IN_LOADING = """
+Loading safetensors checkpoint shards:  80% Completed | 39/49 [01:06<00:12,  1.20s/it]
+Loading safetensors checkpoint shards:  82% Completed | 40/49 [01:08<00:12,  1.40s/it]
+Loading safetensors checkpoint shards:  84% Completed | 41/49 [01:10<00:11,  1.44s/it]
+(Worker_TP1 pid=56679) ERROR 08-14 02:42:27 [multiproc_executor.py:923] WorkerProc failed to start.
+(Worker_TP1 pid=56679) ERROR 08-14 02:42:27 [multiproc_executor.py:923] Traceback (most recent call last):
+(Worker_TP1 pid=56679) ERROR 08-14 02:42:27 [multiproc_executor.py:923]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py", line 890, in worker_main
+(Worker_TP1 pid=56679) ERROR 08-14 02:42:27 [multiproc_executor.py:923]     worker = WorkerProc(*args, **kwargs)
+"""
+
+
+def test_a_crash_while_weights_load_is_in_model_loading() -> None:
+    result = _read(CRASH_IN_LOADING)
+    assert result.state == "failed"
+    running = [n for n, note in result.phase_notes.items()
+               if note.startswith(schema.UNFINISHED_PREFIX)]
+    assert running == ["model_loading"]
+    assert result.phase_notes["framework_bootstrap"] == schema.NOT_IN_LOG
+
+
+def test_what_other_ranks_print_after_the_first_error_does_not_move_it() -> None:
+    # The same crash, then (as TP ranks do) another rank's weights line from 012
+    # (012-gptq-marlin-tp2-nested.log, line 9): the boot died where the first error was.
+    later = ("(EngineCore_0 pid=3933741) (VllmWorker TP0 pid=3933747) INFO 08-17 22:48:21 "
+             "[default_loader.py:262] Loading weights took 2.63 seconds")
+    result = _read(CRASH_IN_LOADING + later)
+    running = [n for n, note in result.phase_notes.items()
+               if note.startswith(schema.UNFINISHED_PREFIX)]
+    assert running == ["model_loading"]
+
+
+# ---------------------------------------------------------------- 4. model loading from weights
+def test_model_loading_from_the_weights_line_on_a_gpu_log() -> None:
+    # A CUDA boot's weights line (011-club3090-fp8-mtp.log, line 3) and then the end of a boot
+    # (INIT_TOTAL_ONLY, vLLM PR 20707): loading ended with no "Model loading took" line.
+    weights = ("(Worker_TP0 pid=184) INFO 07-21 04:56:15 [default_loader.py:430] Loading "
+               "weights took 4.53 seconds")
+    result = _read(weights + INIT_TOTAL_ONLY)
+    assert result.state == "measured"
+    assert result.phases["model_loading"] == pytest.approx(4.53)
+    assert "no 'Model loading took' line" in result.evidence.composition["model_loading"]
+
+
+def test_a_log_cut_after_the_weights_line_keeps_model_loading_open() -> None:
+    # 011-club3090-fp8-mtp.log ends after "Loading weights took 4.53 seconds": a "Model
+    # loading took" (a larger total) may have followed, so the part is not the phase.
+    result = read_log(PUBLIC / "011-club3090-fp8-mtp.log")
+    assert result.phases["model_loading"] is None
+    assert result.subphases["model_loading.load_weights"] == pytest.approx(4.53)
+    assert "may be cut off" in result.evidence.composition["model_loading"]
+
+
+def test_model_loading_took_wins_over_its_parts() -> None:
+    # 002-aiperf-v1-dated-stamps.log: both lines; the total is vLLM's own
+    result = read_log(PUBLIC / "002-aiperf-v1-dated-stamps.log")
+    assert result.phases["model_loading"] == pytest.approx(18.506763)
