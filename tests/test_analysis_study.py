@@ -134,8 +134,13 @@ def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path
     write_run(study_document(study), tmp_path / "n1.json")
     doc = json.loads((tmp_path / "n2.json").read_text())
     assert doc["machine_info"]["gpu"] == "L40S" and doc["machine_info"]["node"] == "study-n2"
-    with pytest.raises(SchemaError, match="gpu.*'H100 NVL'.*'L40S'"):
-        compare_runs(tmp_path / "n1.json", tmp_path / "n2.json")
+    # Two GPUs: the verdict cannot be the release's, so it is inconclusive (exit 3), and
+    # compare's document says which fact differs.
+    out = tmp_path / "c.json"
+    assert compare_runs(tmp_path / "n1.json", tmp_path / "n2.json", json_path=out) == 3
+    report = json.loads(out.read_text())
+    assert report["metadata_disagreement"]["gpu"] == ["H100 NVL", "L40S"]
+    assert report["verdict"]["reasons"][0].startswith("the machines differ: ")
 
 
 def test_model_facts_from_another_figures_logs(figure_rest: Path) -> None:

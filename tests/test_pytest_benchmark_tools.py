@@ -139,7 +139,9 @@ def test_a_fresh_gate_document_reads_in_compare_with_its_rounds_wall_times(tmp_p
                             "--out-dir", str(tmp_path / "gate")])
     code = gate.run_gate(args, [BASE, NEW], RecordedRounds(), tmp_path / "gate",
                          progress=lambda _m: None)
-    assert code == 1  # the recorded verdict: model_loading regressed
+    # The recorded rounds: model_loading fully apart, which 4 rounds a side cannot confirm
+    # among the cell's 5 tests under Holm: inconclusive, as compare judges them today.
+    assert code == 3
     written = [tmp_path / "gate" / f"{r.package}-{r.version}.json" for r in (BASE, NEW)]
     for path, release in zip(written, (BASE, NEW)):
         (entry,) = json.loads(path.read_text())["benchmarks"]
