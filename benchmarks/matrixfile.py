@@ -121,7 +121,8 @@ def load(path: Path, *, engine_arg_names: frozenset[str] | None = None,
     if engine_arg_names is not None:
         _check_engine_args(spec, models, configurations, engine_arg_names, fail)
     return models, configurations, Settings(spec.rounds, spec.boot_timeout, dict(spec.budgets),
-                                            dict(spec.engine_args), dict(_env(spec.env)))
+                                            dict(spec.engine_args), dict(_env(spec.env)),
+                                            spec.node)
 
 
 def _fixture_names() -> set[str]:
