@@ -69,6 +69,18 @@ class HubClient:
         return Path(self.hub.hf_hub_download(repo, "config.json", revision=revision,
                                              etag_timeout=HUB_TIMEOUT_S))
 
+    def check_access(self, repo: str, revision: str | None, token: str | None) -> None:
+        """Fail in one line where ``repo``'s files cannot be read with ``token`` (a gated
+        model without one, an unknown id), by fetching its config.json: what a boot's
+        download would meet first, met here in seconds."""
+        where = f"{repo}@{revision}" if revision else repo
+        self.check_reachable()
+        try:
+            self.hub.hf_hub_download(repo, "config.json", revision=revision, token=token,
+                                     etag_timeout=HUB_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - offline, gated, unknown: one line
+            raise FeatureError(_why_not_fetched(where, exc)) from exc
+
     def file_sizes(self, repo: str, revision: str | None) -> dict[str, int]:
         entries = self.hub.HfApi().list_repo_tree(repo, revision=revision)
         return {e.path: e.size for e in entries if getattr(e, "size", None) is not None}

@@ -1,6 +1,7 @@
 """Merge the shards of one matrix, run on several machines, into one result document.
 
     python -m analysis.merge RUN.json... [SHARD.json.cells.jsonl...] -o merged.json
+        [--matrix M [axis options]] [--allow-missing]
         [--prefer newest] [--allow-mixed-versions] [--allow-mixed-commits]
 
 Each input is a shard's ``--benchmark-json`` document or its cells log (``*.cells.jsonl``,
@@ -19,6 +20,17 @@ as ``--resume`` has it), and a cell with more rounds than its run's ``--rounds``
 a cells log holds, of another run); shards of different matrices (``coldstart.matrix_cells``,
 else the matrix's name: a stale shard of another run); shards of different commits (unless
 ``--allow-mixed-commits``: then each cell keeps its commit in ``extra_info.commit_info``).
+A cell takes its commit from its own record, else from its shard's document or cells log; a
+shard whose commit nothing says is named on stderr (not checked), never passed as agreeing.
+
+A shard's JSON that is not JSON (a pod killed while writing it) is read from its own cells log
+instead (``JSON.cells.jsonl`` beside it), said on stderr; without that log it is refused.
+
+The merged cells are counted against the matrix: ``--matrix`` (and the axis options
+``benchmarks.check`` takes) names the cells expected, else the shards' ``matrix_cells`` says
+how many. Fewer merged than expected is said in one line naming the missing cells (or their
+number), and the merge exits 1 with ``merged.json`` written, unless ``--allow-missing``. Where
+neither says the matrix's cells, that they were not counted is said.
 
 A cells log's line that a killed process cut short, and that a retry then appended to (its
 complete record on the same physical line), gives the retry's record; a cut last line is left
@@ -50,8 +62,8 @@ from analysis.shards import (
     read_shard,
     stamp_epoch,
 )
-from coldstart.cli import check_output, progress_name, run_program
-from harness.document import write_run
+from coldstart.cli import InputError, UsageError, check_output, progress_name, run_program
+from harness.document import AXIS_OPTIONS, read_run, write_run
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs
 
 # Reading a shard is analysis.shards'; its names stay importable from here.
@@ -115,6 +127,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
     lines start with ``program``."""
     if not paths:
         raise MergeError("no input: give the shards' JSON documents and/or cells logs")
+    paths = _whole_inputs(paths, program)
     raw = {p: raw_schema_versions(p) for p in paths}
     claimed = {v for vs in raw.values() for v in vs}
     if len(claimed) > 1:
@@ -163,8 +176,12 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
                 chosen[cell.cell] = cell
                 order.append(cell.cell)
             elif have.same_result() == cell.same_result():
+                # One cell: its commit is whichever of the two says one (a document written
+                # with no cell measured says none; its cells log's lines do).
+                commit = have.commit_info or cell.commit_info
                 if cell.from_json and not have.from_json:
                     chosen[cell.cell] = cell  # the entry with pytest-benchmark's statistics
+                chosen[cell.cell].commit_info = commit
             elif prefer_newest:
                 if cell.written_at > have.written_at:
                     chosen[cell.cell] = cell
@@ -181,6 +198,10 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
         if c.commit_info:
             commits.setdefault(_commit_key(c.commit_info), c.commit_info)
             commits_at.setdefault(_commit_key(c.commit_info), c.source)
+    unknown = sorted({c.source for c in cells if not c.commit_info})
+    if commits and unknown:
+        print(f"{program}: commit not checked for {', '.join(unknown)}: it says none (a shard "
+              "written before commits were recorded?)", file=sys.stderr)
     if len(commits) > 1 and not allow_mixed_commits:
         where = "; ".join(f"{commits_at[k]}: {k[0]}{' (dirty)' if k[1] else ''}"
                           for k in commits)
@@ -238,6 +259,40 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
     return name_runs(merged)
 
 
+def _whole_inputs(paths: list[Path], program: str) -> list[Path]:
+    """``paths`` with a shard JSON that is not JSON (cut by a killed pod) replaced by its own
+    cells log, which holds every cell the shard finished; refused without one."""
+    out: list[Path] = []
+    for path in paths:
+        if path.suffix != CELLS_LOG_SUFFIX and path.is_file():
+            try:
+                json.loads(path.read_bytes())
+            except (ValueError, UnicodeDecodeError) as exc:
+                log = path.with_name(path.name + ".cells" + CELLS_LOG_SUFFIX)
+                if not log.is_file():
+                    raise MergeError(f"{path}: not JSON ({exc}), and no cells log beside it "
+                                     f"({log}) to read its cells from") from exc
+                print(f"{program}: {path}: not JSON ({exc}): a shard cut while writing it; "
+                      f"its cells are read from {log}", file=sys.stderr)
+                path = log
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def missing_cells(merged: Path, expected: list[str] | None) -> tuple[int, list[str]]:
+    """How many cells the merged run at ``merged`` lacks, and which where ``expected`` (the
+    matrix's cell ids) names them; else counted from its ``matrix_cells``, unnamed. None
+    where nothing says how many cells the matrix has."""
+    doc = read_run(merged, MergeError)
+    have = {c.id for c in doc.cells()}
+    if expected is not None:
+        gone = [c for c in expected if c not in have]
+        return len(gone), gone
+    count = (doc.coldstart.matrix_cells or {}).get("count")
+    return (max(count - len(have), 0), []) if isinstance(count, int) else (-1, [])
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Merge the shards of one matrix into one run."
     parser.add_argument("inputs", nargs="+", type=Path,
@@ -245,6 +300,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--out", required=True, type=Path, help="the merged document")
     parser.add_argument("--prefer", choices=["newest"],
                         help="a cell found with different results: keep the one written last")
+    parser.add_argument("--matrix", help="the matrix the shards ran (a built-in name or a "
+                        "file), narrowed by the axis options as for benchmarks.check: the "
+                        "cells the merge must hold")
+    for axis, option in AXIS_OPTIONS.items():
+        parser.add_argument(f"--{option}", dest=f"narrow_{axis}", default=None,
+                            help=argparse.SUPPRESS)
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="exit 0 when cells of the matrix are missing (still said)")
     parser.add_argument("--allow-mixed-versions", action="store_true",
                         help="merge shards of different vLLM versions")
     parser.add_argument("--allow-mixed-commits", action="store_true",
@@ -252,8 +315,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "commit_info in extra_info)")
 
 
+def _expected(args: argparse.Namespace) -> list[str] | None:
+    """The cell ids ``--matrix`` and the axis options select, as pytest and check do."""
+    narrowed = [o for a, o in AXIS_OPTIONS.items() if getattr(args, f"narrow_{a}") is not None]
+    if args.matrix is None:
+        if narrowed:
+            raise UsageError(f"--{narrowed[0]} narrows --matrix: give --matrix too")
+        return None
+    from benchmarks.matrix import select, split_values
+
+    try:
+        return [c.id for c in select(args.matrix, **{
+            a: split_values(getattr(args, f"narrow_{a}"), o) for a, o in AXIS_OPTIONS.items()})]
+    except ValueError as exc:  # an unknown matrix, an axis value that is none
+        raise InputError(str(exc)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     check_output(args.out, "-o")
+    expected = _expected(args)
     paths = list(dict.fromkeys(args.inputs))  # a file named twice is read once
     doc = merge(paths, prefer_newest=args.prefer == "newest",
                 allow_mixed_versions=args.allow_mixed_versions,
@@ -265,7 +345,18 @@ def run(args: argparse.Namespace) -> int:
     print(f"{prog}: {len(doc['benchmarks']) + len(meta['unrecorded'])} cells "
           f"({len(doc['benchmarks'])} recorded, {len(meta['unrecorded'])} unrecorded) from "
           f"{len(paths)} inputs, {meta['machines']} machine(s) -> {args.out}")
-    return 0
+    count, gone = missing_cells(args.out, expected)
+    if count < 0:
+        print(f"{prog}: the cells were not counted against the matrix: the shards do not say "
+              "how many it has (give --matrix)", file=sys.stderr)
+        return 0
+    if not count:
+        return 0
+    names = (": " + ", ".join(gone)) if gone else " (give --matrix to name them)"
+    print(f"{prog}: {count} cell(s) of the matrix missing, a shard not merged?{names}; "
+          f"{'accepted (--allow-missing)' if args.allow_missing else '--allow-missing to accept'}"
+          f" (exit {0 if args.allow_missing else 1}; {args.out} is written)", file=sys.stderr)
+    return 0 if args.allow_missing else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ import math
 import os
 import platform
 import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,9 @@ from benchmarks.matrix import (
     Cell,
     Plan,
     cell_from_params,
-    load_plan,
-    select,
     split_values,
 )
+from benchmarks.preflight import Preflight, plan_here
 from benchmarks.resume import resumable_entries
 from benchmarks.split import ShardPlugin
 from harness.document import CellsLogLine, write_run
@@ -99,9 +99,11 @@ def _selected_cells(config: pytest.Config) -> list[Cell]:
     try:
         narrow = {axis: split_values(config.getoption(f"coldstart_{axis}"), AXIS_OPTIONS[axis])
                   for axis in AXES}
-        plan = load_plan(config.getoption("matrix"), check_engine_args=True)
+        plan, cells, note = plan_here(config.getoption("matrix"), narrow)
+        if note:
+            print(f"vllm-coldstart: {note}", file=sys.stderr)
         config._coldstart_plan = plan
-        return select(plan, **narrow)
+        return cells
     except MatrixFileError as exc:
         # A matrix file that cannot run: its one line (FILE:LINE: key: ...), exit 2, no boot.
         pytest.exit(str(exc), returncode=2)
@@ -224,6 +226,7 @@ class ColdstartSession:
         self.checks_failed: dict[str, list[str]] = {}
         self.floors: dict[tuple, dict[str, Any]] = {}
         self.resumed: dict[str, dict[str, Any]] = getattr(config, "_coldstart_resumed", {})
+        self.preflight = Preflight(self.plan)  # what cannot boot here ends before a boot
         log = config.getoption("cells_log")
         if log is None:
             bench_json = config.getoption("benchmark_json", None)
@@ -431,4 +434,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from benchmarks.provenance import machine_facts
 
     doc = new_document(machine_info={DOCUMENT_KEY: machine_facts()})
+    # The commit, as pytest-benchmark's own document has it: a shard whose every cell failed
+    # is still refused by analysis.merge beside shards of another commit.
+    doc["commit_info"] = _commit_info(config)
     write_run(_complete(config, doc), path)

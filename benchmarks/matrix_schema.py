@@ -86,6 +86,19 @@ class ModelEntry(BaseModel):
         return self.hub  # type: ignore[return-value]
 
 
+class Node(BaseModel):
+    """The machine a matrix's cells need: what each cell's pre-flight checks where it runs
+    (benchmarks.preflight), and what the Kubernetes Job asks of a node (deploy/plan.py)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    platform: Literal["cuda", "rocm", "cpu", "tpu", "xpu"] | None = None
+    # The node label's value (nvidia.com/gpu.product, set by GPU feature discovery).
+    gpu_product: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]*$")
+    # The key of the taint the matrix's nodes carry (nvidia.com/gpu): tolerated, nothing else.
+    toleration: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][-A-Za-z0-9_./]*$")
+
+
 class MatrixFile(BaseModel):
     # A file names its models (models:, or serve_params: whose models it runs); without
     # either the loader refuses it ("no model"), and so does the JSON Schema: {} is no matrix.
@@ -106,6 +119,7 @@ class MatrixFile(BaseModel):
     # "spans": every boot also records vLLM's own OpenTelemetry start-up spans, held against
     # the probes (harness.span_phases); "spans-grpc" exports them over gRPC instead of HTTP.
     witness: Literal["probes", "spans", "spans-grpc"] = "probes"
+    node: Node | None = None
 
     _check_budgets = field_validator("budgets")(_budgets_ok)
 
@@ -146,4 +160,5 @@ class Settings:
     engine_args: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     witness: str = "probes"
+    node: Node | None = None
 

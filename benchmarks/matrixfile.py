@@ -122,7 +122,7 @@ def load(path: Path, *, engine_arg_names: frozenset[str] | None = None,
         _check_engine_args(spec, models, configurations, engine_arg_names, fail)
     return models, configurations, Settings(spec.rounds, spec.boot_timeout, dict(spec.budgets),
                                             dict(spec.engine_args), dict(_env(spec.env)),
-                                            spec.witness)
+                                            spec.witness, spec.node)
 
 
 def _fixture_names() -> set[str]:

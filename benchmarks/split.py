@@ -66,6 +66,11 @@ def _shape(model: str) -> tuple[int, float]:
     return layers, (layers * (attention + mlp) + embeddings) / 1e9
 
 
+def parameters_b(model: str) -> float:
+    """Billions of parameters of a catalog model (an unknown one: DEFAULT_SHAPE's)."""
+    return _shape(model)[1]
+
+
 def estimate_s(cell: Cell, rounds: int = 1) -> float:
     """Seconds the cell's boots are expected to take (see the constants above)."""
     layers, bparams = _shape(cell.model)

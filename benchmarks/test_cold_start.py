@@ -222,6 +222,12 @@ def test_cold_start(benchmark, coldstart, model, loader, compile_cache, page_cac
                 extra=tuple(cell_extra.items()))
     if cell.id in coldstart.resumed:
         pytest.skip(f"measured in {coldstart.config.getoption('resume')} (--resume)")
+    refused = coldstart.preflight.check(cell)
+    if refused is not None:  # recorded with its line by conftest's makereport hook
+        state, why = refused
+        if state == "skipped":
+            pytest.skip(f"pre-flight: {why}")
+        pytest.fail(f"pre-flight: {why}", pytrace=False)
     try:
         spec = _spec(cell, coldstart)
         spec.check()

@@ -13,33 +13,15 @@ A matrix that cannot be read is one line and exit 2.
 from __future__ import annotations
 
 import sys
-from typing import Any
-
-PARALLEL_ARGS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
-
-
-def _size(values: dict[str, Any], name: str) -> int:
-    value = values.get(name, 1)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: {value!r} is not a whole number of 1 or more")
-    return value
 
 
 def gpus(matrix: str) -> int:
     """The most GPUs one cell of ``matrix`` (a built-in name or a file) boots on."""
     from benchmarks.matrix import load_plan
+    from benchmarks.preflight import cell_gpus
 
     plan = load_plan(matrix)
-    common = dict(plan.settings.engine_args) if plan.settings else {}
-    most = 1
-    for cell in plan.cells:
-        own = dict(plan.models[cell.model].engine_args) if cell.model in plan.models else {}
-        values = common | dict(cell.extra) | own
-        count = 1
-        for name in PARALLEL_ARGS:
-            count *= _size(values, name)
-        most = max(most, count)
-    return most
+    return max((cell_gpus(plan, cell) for cell in plan.cells), default=1)
 
 
 def main(argv: list[str] | None = None) -> int:

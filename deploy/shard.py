@@ -11,8 +11,9 @@ is ``JSON.cells.jsonl`` beside it, the default of ``pytest benchmarks/``). Exit 
   checks; that cell is in the JSON (and its cells log) and ``benchmarks.check`` judges it after
   the merge. Rerunning the shard would measure the same failure again at the same cost.
 - 2: refused before running (one line): the JSON or cells log is already there (a rerun or a
-  retry would mix its files with an earlier one's), or the run directory belongs to another Job
-  (a reused run id). Refusals and pytest's 2 to 5 (interrupted, internal error, usage error,
+  retry would mix its files with an earlier one's), the run directory belongs to another Job
+  (a reused run id), or the command stores pytest-split's durations (every shard would write
+  the one file). Refusals and pytest's 2 to 5 (interrupted, internal error, usage error,
   no tests) recur on a retry: the Job's podFailurePolicy fails the index on them at once.
 - 128 + N: stopped by signal N (a SIGTERM is passed on to pytest, which still writes its JSON).
 - anything else: the command's own code; 1 when it ended 0 or 1 without writing the JSON.
@@ -124,6 +125,11 @@ def main(argv: list[str] | None = None) -> int:
     command = argv[cut + 1:]
     if not command:
         return _refuse("no command after --")
+    if any(a == "--store-durations" or a.startswith("--store-durations=") for a in command):
+        # Every shard of a run would write the one durations file at once, each with its own
+        # cells only: store them from one whole, unsplit run instead.
+        return _refuse("--store-durations: a shard does not write the durations file; store "
+                       "it from one complete run (README: Many machines)")
     if (args.run_dir is None) != (args.job_uid is None) or args.job_uid == "":
         return _refuse("--run-dir and --job-uid go together (the Job's uid may not be empty)")
     if args.run_dir is not None:

@@ -180,14 +180,15 @@ def test_every_result_path_holds_the_run_id_and_the_pod():
 def test_models_are_on_the_node_and_results_need_no_block_storage_guess():
     pod = _job()["spec"]["template"]["spec"]
     volumes = {v["name"]: v for v in pod["volumes"]}
-    assert "hostPath" in volumes["models"]  # the node's own disk, not a shared network volume
+    # the node's own disk (counted in the pod's ephemeral storage), not a network volume
+    assert "emptyDir" in volumes["models"] and "hostPath" not in volumes["models"]
     claims = _yaml(KUBE / "base" / "pvc.yaml")
     assert [c["metadata"]["name"] for c in claims] == ["vllm-coldstart-results"]
     assert claims[0]["spec"]["storageClassName"]  # a class, set from params.env
     kust = yaml.safe_load((KUBE / "base" / "kustomization.yaml").read_text())
     targets = {p for r in kust["replacements"] for t in r["targets"] for p in t["fieldPaths"]}
     assert "spec.storageClassName" in targets
-    assert "spec.template.spec.volumes.[name=models].hostPath.path" in targets
+    assert "spec.template.spec.volumes.[name=models].emptyDir.sizeLimit" in targets
 
 
 def test_dev_shm_and_the_gpu_count_from_the_matrix():

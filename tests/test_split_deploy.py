@@ -99,7 +99,7 @@ def test_the_gpu_node_matrix_gets_two_gpus_and_dev_shm(tmp_path):
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     docs = _render_with(tmp_path, MATRIX=matrix, GPUS=proc.stdout.strip(),
-                        RESULTS_STORAGE_CLASS="efs-sc", MODELS_HOST_PATH="/mnt/nvme/models")
+                        RESULTS_STORAGE_CLASS="efs-sc", MODELS_STORAGE="40Gi")
     for doc in docs:
         _validate(doc)
     job = _job(docs)
@@ -109,7 +109,7 @@ def test_the_gpu_node_matrix_gets_two_gpus_and_dev_shm(tmp_path):
     volumes = {v["name"]: v for v in pod["volumes"]}
     shm = next(m for m in shard["volumeMounts"] if m["mountPath"] == "/dev/shm")
     assert volumes[shm["name"]]["emptyDir"]["medium"] == "Memory"
-    assert volumes["models"]["hostPath"]["path"] == "/mnt/nvme/models"
+    assert volumes["models"]["emptyDir"]["sizeLimit"] == "40Gi"  # the node's disk, no hostPath
     (claim,) = [d for d in docs if d["kind"] == "PersistentVolumeClaim"]
     assert claim["spec"]["storageClassName"] == "efs-sc"
     (params,) = [d for d in docs if d["kind"] == "ConfigMap"]
