@@ -19,6 +19,7 @@ from typing import Any
 from harness import registry
 from harness.log_facts import capture_not_applicable, compile_cache_state, engine_config, fact_value
 from harness.log_lines import LogLine, detect_version, has_process_tag, parse_line, place_in_time
+from harness.log_normalise import seconds as to_seconds
 
 __all__ = ["LogScan", "scan_lines", "split_boots", "engine_config", "is_log_line"]
 
@@ -154,7 +155,7 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
             matched = True
             if pattern.kind == "duration":
                 try:
-                    seconds = float(found["s"])
+                    seconds = to_seconds(found["s"], found.groupdict().get("unit"))
                 except (IndexError, ValueError):
                     continue
                 if not math.isfinite(seconds):
