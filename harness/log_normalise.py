@@ -47,10 +47,11 @@ _WRAPPERS = re.compile(
 # for emphasis, since "__init__.py" names a file.
 _EMPHASIS = re.compile(r"(?:(?<=^)|(?<=[\s(\[:=,]))(?P<m>\*{1,3}|`{1,2})"
                        r"(?P<body>[^\s*`](?:[^*`\n]*?[^\s*`])?)(?P=m)(?=$|[\s).,:;\]!?])")
-# The start of a record, where a hard-wrapped line cannot go on: vLLM's header (after its
-# process tags), a traceback.
-_RECORD = re.compile(r"^\s*(?:\([^()]*\bpid=\d+[^()]*\)\s*)*"
-                     r"(?:(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d|Traceback \(|File \")")
+# The start of a record, where a hard-wrapped line cannot go on: vLLM's header (level and
+# timestamp, after a short prefix: process tags, a list marker), a process tag, a traceback.
+_RECORD = re.compile(r"^.{0,40}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}"
+                     r"[ T]\d{2}:|^\s*(?:\([^()]*\bpid=\d+[^()]*\)|Traceback \(|File \")")
+_HEADER_AHEAD = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}")
 # A line cut by hand between a number and its unit ("took 9.82" / "seconds").
 _ENDS_IN_NUMBER = re.compile(r"\d$")
 _UNIT_FIRST = re.compile(r"^\s*(?:s|secs?|seconds?|ms|min|minutes?|GiB|GB|MiB|MB)\b")
@@ -115,14 +116,16 @@ def _inner(line: str) -> str:
 def _unwrap(lines: list[str]) -> list[str]:
     """Join the lines a terminal hard-wrapped at its width: a line exactly as wide as the
     widest one, followed by a line that does not start a record, goes on in it. The width is
-    trusted where at least two lines reach it, or where it is 80 columns (a single long line
+    trusted where at least two different lines reach it, or where it is 80 columns (a single long line
     wrapped once). A line cut by hand between a number and its unit is joined too."""
     width = max((len(line) for line in lines), default=0)
-    wrapped = width >= 40 and (sum(len(line) == width for line in lines) >= 2 or width == 80)
+    # distinct lines: a log pasted twice holds its widest line twice
+    wrapped = width >= 40 and (len({line for line in lines if len(line) == width}) >= 2
+                               or width == 80)
     out: list[str] = []
     joining = False
     for line in lines:
-        if out and joining and line and not _starts_record(line):
+        if out and joining and line and (not _starts_record(line) or _cut_in_prefix(out[-1])):
             out[-1] += line
         elif (out and _ENDS_IN_NUMBER.search(out[-1]) and _UNIT_FIRST.match(line)
               and not _starts_record(line)):
@@ -131,6 +134,11 @@ def _unwrap(lines: list[str]) -> list[str]:
             out.append(line)
         joining = wrapped and len(line) == width
     return out
+
+
+def _cut_in_prefix(line: str) -> bool:
+    """A wrap inside the process tags (Ray nests three or four): the header is still to come."""
+    return "pid=" in line and _HEADER_AHEAD.search(line) is None
 
 
 def _starts_record(line: str) -> bool:
