@@ -185,3 +185,43 @@ def test_the_corpus_is_every_log_the_reader_is_tested_on() -> None:
     assert len([p for p in CORPUS if "public" in p.parts]) >= 35
     assert len([p for p in CORPUS if p.suffix == ".txt"]) >= 30
     assert len(CANNOT) <= 10
+
+
+# The ending of vLLM 0.5.0 .. 0.7.0 driver scripts, as three held-out logs have it.
+_V0_ENDING = ("INFO 09-05 12:00:00 llm_engine.py:213] Initializing an LLM engine (v0.5.0) with "
+              "config: model='m'\n"
+              "INFO 09-05 12:00:05 model_runner.py:160] Loading model weights took 14.9595 GB\n"
+              "INFO 09-05 12:00:09 gpu_executor.py:83] # GPU blocks: 27913, # CPU blocks: 2048\n"
+              "INFO 09-05 12:00:14 model_runner.py:965] Graph capturing finished in 5 secs.\n"
+              "initialize_engine took 9.82 seconds")
+
+
+def test_the_last_line_without_a_newline_is_read() -> None:
+    boot = read_boots(_V0_ENDING)[-1]
+    assert boot.printed_total_s == 9.82
+    assert read_boots(_V0_ENDING + "\n")[-1].printed_total_s == 9.82
+    assert boot.evidence.partial_last_line == "initialize_engine took 9.82 seconds"
+
+
+def test_markdown_and_other_units_read() -> None:
+    log = ("INFO 01-01 00:00:01 [gpu_model_runner.py:1] Model loading took 15.41 GB and "
+           "9.03 seconds\n"
+           "INFO 01-01 00:00:40 [core.py:1] init engine (profile, create kv cache, warmup model) "
+           "took **34.11 seconds**\n")
+    boot = read_boots(log)[-1]
+    assert boot.phases["model_loading"] == pytest.approx(9.03)
+    assert boot.printed_total_s == pytest.approx(34.11)
+    assert boot.evidence.facts["weights_gib"] == pytest.approx(15.41)
+
+
+def test_two_bare_message_boots_are_two_records() -> None:
+    bare = ("Initializing a V1 LLM engine (v0.10.1) with config: model='m'\n"
+            "Model loading took 1.0 GiB and 4.00 seconds\n"
+            "Graph capturing finished in 7 secs, took 0.3 GiB\n"
+            "init engine (profile, create kv cache, warmup model) took 20.00 seconds\n")
+    boots = read_boots(bare + bare)
+    assert len(boots) == 2
+    assert [b.printed_total_s for b in boots] == [20.0, 20.0]
+    assert [b.phases["cuda_graph_capture"] for b in boots] == [7.0, 7.0]
+    # without the start line too: the second total is another boot's
+    assert len(read_boots("\n".join(bare.splitlines()[1:] * 2) + "\n")) == 2
