@@ -11,6 +11,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from harness import registry
+from harness.log_normalise import gib
 
 __all__ = ["fact_value", "compile_disabled", "compile_cache_state", "engine_config",
            "capture_not_applicable", "resolve_platform", "version_range", "parallel_ranks"]
@@ -30,7 +31,7 @@ def fact_value(key: str, found: re.Match[str]) -> Any:
     if key == "cuda_graph_sizes":
         return sorted(int(v) for v in re.findall(r"\d+", value))
     if key in ("weights_gib", "kv_cache_gib"):
-        return float(value)
+        return gib(value, found.groupdict().get("unit"))
     if key in ("cfg_max_model_len", "cfg_tensor_parallel_size", "cfg_pipeline_parallel_size"):
         return int(value)
     if key == "cfg_enable_prefix_caching":

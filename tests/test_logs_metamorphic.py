@@ -1,0 +1,227 @@
+"""Metamorphic tests of the log reader: a log pasted another way is the same boot.
+
+Every log the reader is tested on (the public threads' logs, the reference study's, the CPU
+boot's) goes through each paste transform below, and through pairs of them, and must give the
+record the clean log gives: state, phases, subphases, phase notes (the unfinished phase among
+them), the printed total and the metadata. Two boots pasted one after the other give two such
+records. The transforms are generated here, not written by hand, so a new log in the corpus is
+checked under every paste form at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.logs import read_boots
+from tests.conftest import STUDY_DIR
+
+DATA = Path(__file__).resolve().parent / "data"
+CORPUS = sorted([*(DATA / "logs" / "public").glob("*.log"), *DATA.glob("*.log"),
+                 *STUDY_DIR.glob("**/output_model_*.txt")])
+_NUMBER = re.compile(r"(?<![\w.\[;])\d+(?:\.\d+)?(?:\s?(?:seconds|secs|s|GiB|GB|MB)\b)?")
+_LEVEL = re.compile(r"\b(DEBUG|INFO|WARNING|ERROR)\b")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _lines(text: str) -> list[str]:
+    return text.splitlines()
+
+
+def _join(lines: list[str], text: str) -> str:
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def ansi(text: str) -> str:
+    """Coloured as a terminal shows it: the level green, every number bold."""
+    coloured = _LEVEL.sub(lambda m: f"\x1b[32m{m[1]}\x1b[0m", text)
+    return _NUMBER.sub(lambda m: f"\x1b[1m{m[0]}\x1b[0m", coloured)
+
+
+def bold(text: str) -> str:
+    """Every value with its unit in markdown bold: "took **34.11 seconds**"."""
+    return re.sub(r"(?<![\w.*])(\d+(?:\.\d+)?\s?(?:seconds|secs|s|GiB|GB|MB))\b",
+                  r"**\1**", text)
+
+
+def quoted(text: str) -> str:
+    return _join(["> " + line for line in _lines(text)], text)
+
+
+def indented(text: str) -> str:
+    return _join(["    " + line for line in _lines(text)], text)
+
+
+def compose(text: str) -> str:
+    """docker compose's service prefix."""
+    return _join(["vllm-openai-1  | " + line for line in _lines(text)], text)
+
+
+def kubernetes(text: str) -> str:
+    """kubectl logs --timestamps: an RFC 3339 stamp with nanoseconds, a microsecond a line."""
+    return _join([f"2025-06-01T12:00:00.{i:09d}Z {line}" for i, line in enumerate(_lines(text))],
+                 text)
+
+
+def crlf(text: str) -> str:
+    return text.replace("\n", "\r\n")
+
+
+def no_final_newline(text: str) -> str:
+    return text.rstrip("\n")
+
+
+def wrapped(text: str, width: int = 80) -> str:
+    """A terminal's hard wrap: every ``width`` visible columns (colour codes take none), the
+    rest of the line going on at column 0."""
+    out = []
+    for line in _lines(text):
+        chunk, visible = "", 0
+        for token in re.findall(r"\x1b\[[0-9;]*m|.", line):
+            if not token.startswith("\x1b") and visible == width:
+                out.append(chunk)
+                chunk, visible = "", 0
+            chunk += token
+            visible += not token.startswith("\x1b")
+        out.append(chunk)
+    return _join(out, text)
+
+
+def two_boots(text: str) -> str:
+    """The same boot twice, as a restarted pod appends it (a newline between them)."""
+    return text + ("" if text.endswith("\n") else "\n") + text
+
+
+# Applied in this order when paired: what vLLM's terminal does first, what the paster does last.
+TRANSFORMS = {f.__name__: f for f in (two_boots, bold, ansi, indented, compose, kubernetes,
+                                      wrapped, quoted, crlf, no_final_newline)}
+PAIRS = [f"{a}+{b}" for a, b in itertools.combinations(TRANSFORMS, 2)]
+
+# (log file name, transform) that truly cannot be undone, each with why; the transform's
+# pairs with others are marked too. Kept short.
+_NO_BOOT_LINE = ("no line a boot prints once (an excerpt of {}) and {}: a second copy reads as "
+                 "the same boot going on")
+CANNOT: dict[tuple[str, str], str] = {
+    ("003-ray-serve-nested-echo.log", "two_boots"): _NO_BOOT_LINE.format(
+        "one loading line and its Ray echo", "one instant"),
+    ("026-tpu-inference-precompile.log", "two_boots"): _NO_BOOT_LINE.format(
+        "TPU precompile lines", "a second of whole-second timestamps, which processes "
+        "flushing a second apart also give"),
+    ("032-v1-traceback-only-load.log", "two_boots"): _NO_BOOT_LINE.format(
+        "a worker's traceback", "no timestamp; a chained traceback repeats its frames too"),
+    ("033-v1-engine-core-traceback-init.log", "two_boots"): _NO_BOOT_LINE.format(
+        "an engine's traceback", "one instant"),
+    **{(name, "two_boots"): _NO_BOOT_LINE.format(what, "a second or less of whole-second "
+                                                  "timestamps, which processes flushing a second "
+                                                  "apart also give")
+       for name, what in [("007-nemotron-ray-data.log", "three compile lines"),
+                          ("011-club3090-fp8-mtp.log", "six loading lines"),
+                          ("020-ray-v0-capture-oom.log", "four profiling and capture lines"),
+                          ("021-gguf-v0-tp-memory-profiling.log", "ranks' profiling lines"),
+                          ("030-whisper-v0-profile-crash.log", "a profiling run and its crash")]},
+}
+
+
+def _cannot(path: Path, name: str) -> str | None:
+    return next((CANNOT[(path.name, part)] for part in name.split("+")
+                 if (path.name, part) in CANNOT), None)
+
+
+def _apply(text: str, name: str) -> str:
+    for part in name.split("+"):
+        text = TRANSFORMS[part](text)
+    return text
+
+
+def _record(result) -> dict:
+    """What must not change with the paste: not line numbers, not the log's own text."""
+    return {
+        "state": result.state, "phases": result.phases, "subphases": result.subphases,
+        "phase_notes": result.phase_notes, "printed_total_s": result.printed_total_s,
+        "model": result.model, "model_path": result.model_path,
+        "vllm_version": result.vllm_version, "platform": result.platform,
+        "engine_config": result.engine_config,
+        "compile_cache": result.compile_cache_observed,
+        "engine": result.evidence.facts.get("engine"),
+    }
+
+
+_CLEAN: dict[Path, tuple[str, list[dict]]] = {}
+
+
+def _clean(path: Path) -> tuple[str, list[dict]]:
+    if path not in _CLEAN:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        _CLEAN[path] = (text, [_record(r) for r in read_boots(text if "\n" in text
+                                                              else text + "\n",
+                                                              model="m")])
+    return _CLEAN[path]
+
+
+def _id(path: Path) -> str:
+    return path.relative_to(DATA).as_posix().replace("study/", "").split("/")[-1][:60]
+
+
+CASES = [pytest.param(path, name, id=f"{_id(path)}-{name}",
+                      marks=[pytest.mark.xfail(reason=_cannot(path, name), strict=True)]
+                      if _cannot(path, name) else [])
+         for path in CORPUS for name in [*TRANSFORMS, *PAIRS]]
+
+
+@pytest.mark.parametrize("path,name", CASES)
+def test_a_paste_form_reads_as_the_clean_log(path: Path, name: str) -> None:
+    text, clean = _clean(path)
+    got = [_record(r) for r in read_boots(_apply(text, name), model="m")]
+    want = clean * 2 if name.startswith("two_boots") else clean
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g == w
+
+
+def test_the_corpus_is_every_log_the_reader_is_tested_on() -> None:
+    assert len([p for p in CORPUS if "public" in p.parts]) >= 35
+    assert len([p for p in CORPUS if p.suffix == ".txt"]) >= 30
+    assert len(CANNOT) <= 10
+
+
+# The ending of vLLM 0.5.0 .. 0.7.0 driver scripts, as three held-out logs have it.
+_V0_ENDING = ("INFO 09-05 12:00:00 llm_engine.py:213] Initializing an LLM engine (v0.5.0) with "
+              "config: model='m'\n"
+              "INFO 09-05 12:00:05 model_runner.py:160] Loading model weights took 14.9595 GB\n"
+              "INFO 09-05 12:00:09 gpu_executor.py:83] # GPU blocks: 27913, # CPU blocks: 2048\n"
+              "INFO 09-05 12:00:14 model_runner.py:965] Graph capturing finished in 5 secs.\n"
+              "initialize_engine took 9.82 seconds")
+
+
+def test_the_last_line_without_a_newline_is_read() -> None:
+    boot = read_boots(_V0_ENDING)[-1]
+    assert boot.printed_total_s == 9.82
+    assert read_boots(_V0_ENDING + "\n")[-1].printed_total_s == 9.82
+    assert boot.evidence.partial_last_line == "initialize_engine took 9.82 seconds"
+
+
+def test_markdown_and_other_units_read() -> None:
+    log = ("INFO 01-01 00:00:01 [gpu_model_runner.py:1] Model loading took 15.41 GB and "
+           "9.03 seconds\n"
+           "INFO 01-01 00:00:40 [core.py:1] init engine (profile, create kv cache, warmup model) "
+           "took **34.11 seconds**\n")
+    boot = read_boots(log)[-1]
+    assert boot.phases["model_loading"] == pytest.approx(9.03)
+    assert boot.printed_total_s == pytest.approx(34.11)
+    assert boot.evidence.facts["weights_gib"] == pytest.approx(15.41)
+
+
+def test_two_bare_message_boots_are_two_records() -> None:
+    bare = ("Initializing a V1 LLM engine (v0.10.1) with config: model='m'\n"
+            "Model loading took 1.0 GiB and 4.00 seconds\n"
+            "Graph capturing finished in 7 secs, took 0.3 GiB\n"
+            "init engine (profile, create kv cache, warmup model) took 20.00 seconds\n")
+    boots = read_boots(bare + bare)
+    assert len(boots) == 2
+    assert [b.printed_total_s for b in boots] == [20.0, 20.0]
+    assert [b.phases["cuda_graph_capture"] for b in boots] == [7.0, 7.0]
+    # without the start line too: the second total is another boot's
+    assert len(read_boots("\n".join(bare.splitlines()[1:] * 2) + "\n")) == 2
