@@ -6,6 +6,11 @@ subphase each maps to. Each printed duration that maps to one must come out with
 a log whose thread says it crashed during start-up must be a failed record with the phase that
 was running marked unfinished; every log gives a record without a traceback.
 
+An entry may carry ``reader_gap``: one line naming what today's reader misses in that log. Its
+test is then an expected failure, strict: once the reader learns it, the test passes, pytest
+reports that as a failure, and the field must be removed. Such entries are left out of the
+agreement count.
+
 ``README.md`` beside the logs is generated from the manifest:
 ``python tests/test_logs_public.py`` writes it, and a test keeps it in step.
 """
@@ -64,6 +69,8 @@ def render_readme() -> str:
                       if entry["tensor_parallel"] else ""))
         if entry["crashed_in"]:
             out.append(f"- crashed during start-up, in `{entry['crashed_in']}`")
+        if entry.get("reader_gap"):
+            out.append(f"- reader gap (its test is a strict expected failure): {entry['reader_gap']}")
         if entry["note"]:
             out.append(f"- {entry['note']}")
         if entry["printed"]:
@@ -86,7 +93,14 @@ def test_manifest_names_every_log_and_the_readme_is_in_step() -> None:
         "README.md is out of step with manifest.json: run python tests/test_logs_public.py")
 
 
-@pytest.mark.parametrize("entry", LOGS, ids=[e["file"].removesuffix(".log") for e in LOGS])
+def _param(entry: dict):  # noqa: ANN202
+    """The entry as a test case: a strict expected failure where the manifest names a gap."""
+    gap = entry.get("reader_gap")
+    marks = [pytest.mark.xfail(strict=True, reason=f"reader gap: {gap}")] if gap else []
+    return pytest.param(entry, marks=marks, id=entry["file"].removesuffix(".log"))
+
+
+@pytest.mark.parametrize("entry", [_param(e) for e in LOGS])
 def test_public_log(entry: dict) -> None:
     boots = read_boots(PUBLIC / entry["file"])
     result = boots[-1]
@@ -107,9 +121,11 @@ def test_public_log(entry: dict) -> None:
 
 
 def test_corpus_agreement_count() -> None:
-    """Every printed duration that maps to a phase agrees: the count the README states."""
+    """Every printed duration that maps to a phase agrees (logs with a reader_gap aside)."""
     mapped = agreed = 0
     for entry in LOGS:
+        if entry.get("reader_gap"):
+            continue
         result = read_boots(PUBLIC / entry["file"])[-1]
         for _, printed, target, _ in entry["printed"]:
             if target:
