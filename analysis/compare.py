@@ -246,6 +246,20 @@ def witness_disagreements(prepared: Prepared) -> dict[str, dict[str, list[str]]]
     return out
 
 
+def _decide_note(prepared: Prepared, changes: list[CellChange]) -> str | None:
+    """What to know about running ``_decide_with``'s command."""
+    same = _release(prepared.base_doc, prepared.base, "base") == \
+        _release(prepared.new_doc, prepared.new, "new")
+    if prepared.disagree:
+        return ("both sides must run on one machine: the gate boots both releases on the "
+                "machine it runs on" if not same else "both sides must run on one machine: "
+                "make the base run again there too, with the same command")
+    if same:
+        return ("both runs are of one vLLM release: make each side again with this command, "
+                "on its machine, then compare the two")
+    return None
+
+
 def _decide_with(prepared: Prepared, changes: list[CellChange], alpha: float) -> str:
     """The gate command that would decide the cells this comparison left undecided."""
     undecided = {c.cell for c in changes if c.status in INCONCLUSIVE}
@@ -287,12 +301,15 @@ def decide(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.
     verdict = judge(changes, machine_differences=prepared.disagree, strict=strict,
                     allow_missing=allow_missing, accept_inconclusive=accept_inconclusive,
                     accept_machine_difference=accept_machine_difference,
-                    decide_with=_decide_with(prepared, changes, alpha))
+                    decide_with=_decide_with(prepared, changes, alpha),
+                    decide_note=_decide_note(prepared, changes))
     return Comparison(prepared, changes, detail_changes(prepared.base, prepared.new), verdict)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Compare two runs phase by phase."
+    parser.description = ("Compare two runs phase by phase and give one verdict. Exit codes: "
+                          "0 pass, 1 regression, 3 inconclusive (the verdict says why and what "
+                          "would decide it), 2 bad input.")
     parser.add_argument("base")
     parser.add_argument("new")
     parser.add_argument("--threshold", type=float, default=0.10,

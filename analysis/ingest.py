@@ -95,8 +95,8 @@ def ingest_spans(paths: list[Path]) -> dict:
                   "phases witnessed"
                   + (f"; names not mapped (kept): {', '.join(witnessed.unmapped)}"
                      if witnessed and witnessed.unmapped else "")
-                  + (f"; {request_only} request-only trace(s) left out" if request_only and
-                     n == 1 else ""), file=sys.stderr)
+                  + (f"; {request_only} request trace(s) after readiness kept with the boot "
+                     "before them" if request_only and n == 1 else ""), file=sys.stderr)
             _file(result, "spans", {"model": result.model, "source": "spans",
                                     "spans": str(path)}, entries, unrecorded)
     return new_document(entries, unrecorded=unrecorded,

@@ -121,7 +121,7 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
     cells are on one side only, which the page states too. The verdict heads the page.
     """
     from analysis import compare
-    from analysis.verdict import verdict_lines
+    from analysis.verdict import capped, verdict_lines
 
     decided = compare.decide(base_path, new_path, threshold=threshold, noise_floor_s=floor_s,
                              alpha=alpha, strict=strict, allow_missing=allow_missing,
@@ -159,7 +159,8 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
         verdict_class={"pass": "pass", "regression": "fail"}.get(verdict.verdict,
                                                                  "inconclusive"),
         verdict=verdict_lines(verdict)[0],
-        reasons=verdict.reasons, accepted=verdict.accepted, decide_with=verdict.decide_with,
+        reasons=capped(verdict.reasons), accepted=capped(verdict.accepted),
+        decide_with=verdict.decide_with, decide_note=verdict.decide_note or "",
         rule=verdict.rule, options=options,
         disagree="; ".join(f"{k}: {a!r} vs {b!r}" for k, (a, b) in run.disagree.items()),
         accepted_difference=force,

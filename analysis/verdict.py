@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field
 from analysis.changes import FAILING, INCONCLUSIVE, MISSING, POSSIBLE, CellChange, fewest_rounds
 from harness.document import AXIS_OPTIONS, CELL_AXES
 
-__all__ = ["EXIT_CODES", "EXIT_INCONCLUSIVE", "RULE", "Verdict", "gate_command", "judge",
-           "verdict_lines"]
+__all__ = ["EXIT_CODES", "EXIT_INCONCLUSIVE", "RULE", "Verdict", "capped", "gate_command",
+           "judge", "verdict_lines"]
 
 EXIT_CODES = {"pass": 0, "regression": 1, "inconclusive": 3}
 # 2 is a bad input or a refused comparison, as for every verb (coldstart.cli).
@@ -48,30 +48,35 @@ class Verdict(BaseModel):
     verdict: Literal["pass", "regression", "inconclusive"]
     exit_code: int
     reasons: list[str] = Field(default_factory=list)
-    # The command that would decide an inconclusive verdict (None for the others).
+    # The command that would decide an inconclusive verdict (None for the others), runnable
+    # as given, and what to know about running it.
     decide_with: str | None = None
+    decide_note: str | None = None
     # What was inconclusive and accepted by a flag: then the exit code is 0.
     accepted: list[str] = Field(default_factory=list)
     rule: str = RULE
 
 
-def _change_line(c: CellChange) -> str:
-    line = f"{c.cell}: {c.metric} {c.status}"
+def _change_line(c: CellChange, strict: bool = False) -> str:
+    counted = "counted as a regression by --strict: " if strict and c.status in POSSIBLE else ""
+    line = f"{counted}{c.cell}: {c.metric} {c.status}"
     if c.change_s is not None and c.change_rel is not None:
         line += f" {c.change_s:+.2f} s ({100 * c.change_rel:+.0f} %)"
     return line + (f": {c.note}" if c.note else "")
 
 
-def _capped(lines: list[str]) -> list[str]:
+def capped(lines: list[str]) -> list[str]:
+    """At most MAX_REASONS lines for a console or a page; the JSON keeps every one."""
     if len(lines) <= MAX_REASONS:
         return lines
-    return [*lines[:MAX_REASONS], f"... and {len(lines) - MAX_REASONS} more (see the table)"]
+    return [*lines[:MAX_REASONS], f"... and {len(lines) - MAX_REASONS} more (every one in "
+                                  "compare's --json, verdict.reasons)"]
 
 
 def judge(changes: list[CellChange], *, machine_differences: dict[str, tuple] | None = None,
           strict: bool = False, allow_missing: bool = False,
           accept_inconclusive: bool = False, accept_machine_difference: bool = False,
-          decide_with: str | None = None) -> Verdict:
+          decide_with: str | None = None, decide_note: str | None = None) -> Verdict:
     """The verdict of ``changes`` (``analysis.changes.compare_results``).
 
     ``strict`` makes a slowdown the rounds cannot confirm a regression rather than
@@ -80,7 +85,7 @@ def judge(changes: list[CellChange], *, machine_differences: dict[str, tuple] | 
     inconclusive. ``decide_with``: the command an inconclusive verdict names.
     """
     regressing = FAILING | (POSSIBLE if strict else set())
-    regressions = [_change_line(c) for c in changes if c.status in regressing]
+    regressions = [_change_line(c, strict) for c in changes if c.status in regressing]
     undecided: list[str] = []
     accepted: list[str] = []
     for c in changes:
@@ -99,17 +104,17 @@ def judge(changes: list[CellChange], *, machine_differences: dict[str, tuple] | 
 
     machines_apart = bool(machine_differences) and not accept_machine_difference
     if regressions and not machines_apart:
-        return Verdict(verdict="regression", exit_code=1,
-                       reasons=_capped(regressions + undecided), accepted=accepted)
+        return Verdict(verdict="regression", exit_code=1, reasons=regressions + undecided,
+                       accepted=accepted)
     if undecided:
         if machines_apart and regressions:
             undecided += [f"on different machines, not the release's to answer for: {r}"
                           for r in regressions]
         if accept_inconclusive:
             return Verdict(verdict="inconclusive", exit_code=0, reasons=[],
-                           accepted=_capped(accepted + undecided))
-        return Verdict(verdict="inconclusive", exit_code=EXIT_INCONCLUSIVE,
-                       reasons=_capped(undecided), decide_with=decide_with, accepted=accepted)
+                           accepted=accepted + undecided)
+        return Verdict(verdict="inconclusive", exit_code=EXIT_INCONCLUSIVE, reasons=undecided,
+                       decide_with=decide_with, decide_note=decide_note, accepted=accepted)
     return Verdict(verdict="pass", exit_code=0, accepted=accepted,
                    reasons=[f"{len(judged)} comparison(s) judged, none slower beyond the "
                             "threshold with significance"])
@@ -137,7 +142,7 @@ def gate_command(base_release: str, new_release: str, matrix: str | None,
     rounds = max(fewest_rounds(family, alpha), rounds_now + 2 if rounds_now >= 2 else 0)
     parts.append(f"--rounds {rounds}")
     if same:
-        parts.append("--benchmark-json OUT.json, for each side again")
+        parts.append("--benchmark-json new.json")
     return " ".join(parts)
 
 
@@ -146,8 +151,11 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     head = f"verdict: {verdict.verdict.upper()} (exit {verdict.exit_code})"
     if verdict.verdict == "inconclusive" and verdict.exit_code == 0:
         head += ", accepted by --accept-inconclusive"
-    lines = [head, *(f"  why: {r}" for r in verdict.reasons)]
-    lines += [f"  accepted: {a}" for a in verdict.accepted]
+    lines = [head, *(f"  why: {r}" for r in capped(verdict.reasons))]
+    lines += [f"  accepted: {a}" for a in capped(verdict.accepted)]
     if verdict.decide_with:
         lines.append(f"  to decide it: {verdict.decide_with}")
+    if verdict.decide_note:
+        lines.append(f"  ({verdict.decide_note})")
+    lines.append(f"  the rule: {verdict.rule}")
     return lines

