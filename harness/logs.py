@@ -71,7 +71,8 @@ from harness.log_compose import (
 )
 from harness.log_compose_v0 import compose_v0
 from harness.log_normalise import normalise
-from harness.log_scan import HAS_DIGIT, LOOKS_TIMED, LogScan, engine_config, scan_lines, split_boots  # noqa: F401
+from harness.log_boots import split_boots  # noqa: F401
+from harness.log_scan import HAS_DIGIT, LOOKS_TIMED, LogScan, engine_config, scan_lines  # noqa: F401
 from harness.log_scan import is_log_line
 from harness.secrets import environment_secrets
 
