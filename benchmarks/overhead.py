@@ -67,8 +67,9 @@ def run(args: argparse.Namespace) -> int:
         if result.ready_s is None:
             raise SystemExit(f"overhead: error: boot {tag} failed: {result.error}")
         # what each boot measured and where its files are (a spans boot's export among them)
-        return {"ready_s": result.ready_s, "phases": result.phases,
-                "work_dir": result.evidence.work_dir}
+        evidence = getattr(result, "evidence", None)
+        return {"ready_s": result.ready_s, "phases": getattr(result, "phases", {}),
+                "work_dir": getattr(evidence, "work_dir", None)}
 
     print("overhead: one discarded boot to warm the framework's files", file=sys.stderr)
     boot(False, "discarded")

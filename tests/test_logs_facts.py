@@ -135,7 +135,8 @@ def test_every_inferred_range_holds_the_release_the_manifest_states() -> None:
     from packaging.specifiers import SpecifierSet
 
     for entry in MANIFEST:
-        if not entry["version"]:
+        # a vllm-ascend release (the plugin's own numbering) says nothing of vLLM's
+        if not entry["version"] or "vllm-ascend" in entry["version"]:
             continue
         result = read_boots(PUBLIC / entry["file"])[-1]
         stated = entry["version"].split()[0]
