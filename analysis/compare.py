@@ -41,7 +41,8 @@ on an inconclusive verdict, which still says so.
 
 The fewest rounds: Holm's first step needs p < alpha / m among m tests, and n vs n rounds
 can give at best 2 / C(2n, n) (``fewest_rounds``): at alpha 0.05, one CPU cell (five phases
-measured and the total: m = 6) needs 5 rounds a side, the six-cell smoke matrix (m = 36) 7.
+measured and the total: m = 6) needs 5 rounds a side, the six-cell smoke matrix on CPU (m = 32,
+``benchmarks.gate.default_rounds``) 7.
 The gate runs that many by default; an inconclusive verdict names the gate command that
 would decide it.
 

@@ -19,7 +19,8 @@ exits 130.
 
 ``--rounds`` defaults to the fewest with which the decision rule can find a regression
 (``analysis.changes.fewest_rounds``): Holm's correction over every cell x metric the gate
-tests, so one CPU cell (m = 5 or 6) takes 5 rounds a side, the smoke matrix (m = 34) 7.
+tests, so one CPU cell (m = 5 or 6) takes 5 rounds a side, the smoke matrix on CPU (m = 32:
+``default_rounds(select("smoke"), "cpu", 0.05)``) 7.
 
 Progress lines on stderr name the release, the cell, the round and the time left by the
 estimate (the mean of the finished rounds of the same cell).

@@ -51,6 +51,11 @@ def is_secret_name(name: str) -> bool:
     words = _WORD.findall(name.upper())
     if not words or (len(words) > 1 and words[-1] in _NOT_A_SECRET_KIND):
         return False
+    # A bare "key" names a field, not a secret: OTLP's and Jaeger's attributes are
+    # {"key": "vllm.process_id", "value": ...}, and redacting it blanked every attribute name
+    # of an exported trace.
+    if words == ["KEY"]:
+        return False
     return any(w.endswith(_SECRET_ENDINGS) or w.startswith("AUTH") for w in words)
 
 

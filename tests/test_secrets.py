@@ -45,7 +45,9 @@ def test_a_name_that_marks_a_secret(name):
     "VLLM_CACHE_ROOT", "HF_HUB_OFFLINE", "VLLM_CPU_KVCACHE_SPACE", "TOKENIZERS_PARALLELISM",
     "VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE", "VLLM_MULTI_STREAM_GEMM_TOKEN_THRESHOLD",
     "HF_TOKEN_PATH", "max_num_batched_tokens", "VLLM_ENABLE_PREGRAD_PASSES", "tokenizer",
-    "aot_cache_keys_before", "VLLM_NO_USAGE_STATS"])
+    "aot_cache_keys_before", "VLLM_NO_USAGE_STATS",
+    # OTLP's and Jaeger's attribute field: {"key": "vllm.process_id", "value": ...}
+    "key"])
 def test_a_name_that_does_not(name):
     assert not is_secret_name(name)
 
