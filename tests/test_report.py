@@ -355,11 +355,19 @@ def test_partial_overlap_warns_with_the_counts(tmp_path: Path, capsys) -> None:
 
 
 def test_the_comparison_says_where_a_phase_change_went(tmp_path: Path) -> None:
-    # 0.32.0 loads the model 0.90 s slower; its sub-phases (model init, weights,
-    # post-processing) are not: 0.88 s of it is in no sub-phase.
+    # 0.32.0 loads the model slower than 0.31.0; its sub-phases (model init, weights,
+    # post-processing) are not: most of the change is in no sub-phase. The seconds the page
+    # must show are computed from the two runs' rounds here.
+    from tests._recorded import median_change
+
     page = _Page(render_comparison(BASE, RUN)[0]).all_text
-    assert "model_loading +0.90 s" in page
-    assert "+0.88 s of +0.90 s is in no sub-phase (most of the change)" in page
+    whole = median_change(BASE, RUN, "model_loading")
+    rest = median_change(BASE, RUN, "model_loading", outside_subphases=True)
+    assert whole.keys() == rest.keys() == {"cold", "warm"}
+    for cache in whole:
+        assert f"model_loading {whole[cache]:+.2f} s" in page
+        most = " (most of the change)" if abs(rest[cache]) > abs(whole[cache]) / 2 else ""
+        assert f"{rest[cache]:+.2f} s of {whole[cache]:+.2f} s is in no sub-phase{most}" in page
     tables = _Tables(render_comparison(BASE, RUN)[0])
     assert any(r[0] == "residual" and len(r) == 4 for r in tables.rows)
     assert any(r[0] == "model_loading: load_weights" for r in tables.rows)
@@ -367,9 +375,9 @@ def test_the_comparison_says_where_a_phase_change_went(tmp_path: Path) -> None:
     out = tmp_path / "c.json"
     compare.main([str(BASE), str(RUN), "--json", str(out)])
     doc = json.loads(out.read_text())
-    rest = [d for d in doc["details"] if d["phase"] == "model_loading"
-            and d["part"] == compare.NO_SUBPHASE]
-    assert len(rest) == 2 and all(0.8 < d["change_s"] < 1.0 for d in rest)
+    rest_rows = [d for d in doc["details"] if d["phase"] == "model_loading"
+                 and d["part"] == compare.NO_SUBPHASE]
+    assert sorted(d["change_s"] for d in rest_rows) == pytest.approx(sorted(rest.values()))
     assert any("is in no sub-phase" in w["line"] for w in doc["where_changes_went"])
     # Sub-phases that overlap (other processes' bootstrap stretches) leave no remainder.
     assert not [d for d in doc["details"] if d["phase"] == "framework_bootstrap"
