@@ -109,7 +109,7 @@ def select_feature(phase: str, rows: list[Row], forced: str | None, outlier_alph
     on ``rows`` (the training models; each fold refits, outlier screening included): the
     textbook criterion, every model weighted alike. A model the screening sets aside in a fit
     still counts here, so a feature that describes it (the hybrid Mamba granite4.0-h's smaller
-    compiled graphs) wins over one that only describes the others (docs/analysis.md, method
+    compiled graphs) wins over one that only describes the others (docs/analysis-decisions.md, method
     change 4).
     """
     notes: list[str] = []

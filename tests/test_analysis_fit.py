@@ -44,7 +44,7 @@ def acceptance(tmp_path_factory, study_reference: Path) -> dict:
 # - no line set aside more models than the outlier screening may (20 %), so r is over at least
 #   80 % of the training models;
 # - features chosen on the training models only, the lowest LOO MSE winning.
-# The held-out max error (2.32 s under method change 4 in docs/analysis.md, the study's 2.08)
+# The held-out max error (2.32 s under method change 4: docs/analysis.md, "The result", the study's 2.08)
 # is not asserted, nor the nested leave-one-model-out target of issue 19 (<= 3 s over all 22
 # models: 3.10 s; tests/test_fit_lomo.py asserts what holds).
 def _fisher_interval(r: float, n: int) -> tuple[float, float]:

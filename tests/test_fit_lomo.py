@@ -88,7 +88,7 @@ def test_the_storage_is_what_a_cached_boot_needed(nested: dict) -> None:
 def test_the_folds_predict_as_well_as_the_study_did_on_its_held_out_five(nested: dict) -> None:
     """Over all 22 models, each predicted by a fold that never saw it, the mean squared error
     is no worse than the study's own predictor on its five held-out models (the max error
-    target of issue 19, 3 s, is not asserted: docs/analysis.md, method change 4)."""
+    target of issue 19, 3 s, is not asserted: docs/analysis.md, "The result")."""
     from analysis.study import STUDY_REPORTED
 
     assert nested["lomo"]["mse_s"] <= STUDY_REPORTED["holdout_mse_s2"]
