@@ -39,6 +39,36 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
+# The verbs by task, in the order of a user's work: what ``coldstart --help`` lists and the
+# README's table (``verbs_markdown``) shows. Every verb is in one group (a test checks it).
+VERB_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("set up", ("fixtures", "schema")),
+    ("measure", ("bench", "boot", "overhead", "check", "compact", "merge")),
+    ("look", ("report", "table", "trace")),
+    ("explain and predict", ("fit", "predict", "features", "calibrate", "predictors",
+                             "ingest", "study")),
+    ("compare and gate releases", ("compare", "gate", "gate-summary", "release-pick",
+                                   "history")),
+)
+
+
+def same_as(verb: str) -> str:
+    """The command a verb is the same as: ``pytest benchmarks/`` for bench, else
+    ``python -m MODULE``."""
+    return "pytest benchmarks/" if verb == "bench" else f"python -m {VERBS[verb][0]}"
+
+
+def verbs_markdown() -> str:
+    """The README's table of verbs, made from ``VERBS`` and ``VERB_GROUPS``: the README shows
+    this text between its ``<!-- verbs -->`` markers (``python -m coldstart.readme`` writes
+    it there; a test checks it is current)."""
+    lines = ["| verb | what it does | the same as |", "| --- | --- | --- |"]
+    for group, verbs in VERB_GROUPS:
+        lines.append(f"| **{group}** | | |")
+        lines += [f"| `{v}` | {VERBS[v][1]} | `{same_as(v)}` |" for v in verbs]
+    return "\n".join(lines) + "\n"
+
+
 def program_name(module: str) -> str:
     """What the program of ``module`` calls itself in its usage run as ``python -m MODULE``
     (the front door names its verb's parser ``coldstart VERB``)."""

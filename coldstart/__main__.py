@@ -9,34 +9,33 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from coldstart import VERBS, verb_module
+from coldstart import VERB_GROUPS, VERBS, verb_module
 from coldstart.cli import ArgumentParser, InputError, parse_and_run, report_error, run_cli
 
 PROG = "coldstart"
 
 
-class VerbsHelpFormatter(argparse.HelpFormatter):
-    """argparse's help, with room for the longest verb: argparse measures the verbs without
-    their indent, so the help of the longest ones would wrap onto a line of its own."""
-
-    def add_argument(self, action: argparse.Action) -> None:
-        super().add_argument(action)
-        if action.help is not argparse.SUPPRESS and isinstance(action.choices, dict):
-            longest = max(map(len, action.choices), default=0)
-            self._action_max_length = max(self._action_max_length,
-                                          self._current_indent + self._indent_increment
-                                          + longest)
+def grouped_verbs() -> str:
+    """The verbs by task, in the order of a user's work (``VERB_GROUPS``), one line each."""
+    width = max(map(len, VERBS))
+    out = []
+    for group, verbs in VERB_GROUPS:
+        out.append(f"{group}:")
+        out += [f"  {verb:<{width}}  {VERBS[verb][1]}" for verb in verbs]
+    return "\n".join(out) + "\n"
 
 
 def build_parser() -> tuple[ArgumentParser, dict[str, ArgumentParser]]:
     """The front door's parser and one empty subparser per verb (its options are added once
     the verb is chosen: reading them imports the verb's module)."""
     parser = ArgumentParser(
-        prog=PROG, formatter_class=VerbsHelpFormatter,
+        prog=PROG, usage=f"{PROG} [-h] VERB [ARGS]",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Why a vLLM instance takes the seconds it takes to become ready, phase "
                     "by phase.",
-        epilog=f"{PROG} VERB --help for a verb's options")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
+        epilog=f"{grouped_verbs()}\n{PROG} VERB --help for a verb's options")
+    # The verbs are listed by task in the epilog, not in argparse's one flat list.
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB", help=argparse.SUPPRESS)
     subparsers = {}
     for verb, (_, what) in VERBS.items():
         # bench's options are pytest's own, --help included: nothing of them is parsed here
