@@ -18,31 +18,11 @@ from pathlib import Path
 from typing import NoReturn
 
 from coldstart import program_name
+from coldstart.errors import USER_ERRORS, InputError, UsageError, UserError
 
-__all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS", "ArgumentParser",
-           "error_line", "report_error", "run_cli", "closed_output", "CLOSED_OUTPUT_EXIT",
-           "parser_for", "parse_and_run", "progress_name", "run_program", "check_output",
+__all__ = ["ArgumentParser", "error_line", "report_error", "run_cli", "closed_output",
+           "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "progress_name", "run_program", "check_output",
            "console_width", "unreadable"]
-
-
-class UserError(Exception):
-    """Input a user can fix (a missing file, a document of the wrong shape, too few points to
-    fit, a bad option): the base of every error the programs answer in one line."""
-
-
-class InputError(UserError, ValueError):
-    """Any input a program refuses that no more specific error names (a holdout name not in
-    the data, an option out of range, ...)."""
-
-
-class UsageError(InputError):
-    """A usage error ``run`` finds that argparse cannot (an option another needs): said as
-    argparse's own are, naming the program's ``--help``."""
-
-
-# The OS errors come from paths given on the command line: a missing input, an output folder
-# that does not exist or is a file, no permission, a read-only file system, a full disk.
-USER_ERRORS: tuple[type[BaseException], ...] = (UserError, OSError)
 
 
 class ArgumentParser(argparse.ArgumentParser):
