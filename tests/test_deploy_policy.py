@@ -319,6 +319,8 @@ def test_the_merge_job_installs_what_its_steps_import(tmp_path):
         """)
     steps = [["analysis.merge", "shards/shard-1.json", "shards/shard-2.json",
               "shards/shard-3.json.cells.jsonl", "-o", "merged.json"],
+             ["analysis.features", "merged.json", "--hub-only", "--matrix", "smoke", "-o",
+              "merged.features.json"],
              ["analysis.report", "merged.json", "-o", "report.html"],
              ["benchmarks.check", "merged.json", "--matrix", "smoke"]]
     proc = subprocess.run([sys.executable, "-c", probe, json.dumps(steps)], cwd=tmp_path,
@@ -370,7 +372,8 @@ def test_the_merge_job_runs_every_step_on_committed_shards(tmp_path):
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, (step["name"], proc.stderr[-2000:])
         ran.append(step["name"])
-    assert ran == ["merge", "report", "check every cell is there and measured"]
+    assert ran == ["merge", "features of the hub models", "report",
+                   "check every cell is there and measured"]
     merged = json.loads((tmp_path / "merged.json").read_text())
     assert len(merged["benchmarks"]) == 6
 
