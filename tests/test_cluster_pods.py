@@ -369,4 +369,9 @@ def test_the_workflow_takes_a_matrix_file_python_and_the_token():
     assert setup < names.index("install")  # bootstrap.sh needs 3.11+
     (shard,) = [s for s in steps if "deploy/shard.py" in s.get("run", "")]
     assert shard["env"]["HF_TOKEN"] == "${{ secrets.HF_TOKEN }}"
+    # durations: a file of the repository, read by every shard, written by none
+    assert on["workflow_dispatch"]["inputs"]["durations"]["type"] == "string"
+    assert doc["jobs"]["shard"]["env"]["DURATIONS"] == "${{ inputs.durations }}"
+    assert '${DURATIONS:+--durations-path "$DURATIONS"}' in shard["run"]
+    assert "--store-durations" not in text
     assert "2.327.1" in text and "2.327.1" in (REPO / "README.md").read_text()
