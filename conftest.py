@@ -3,7 +3,8 @@
 Boot timings are only worth keeping on a quiet machine: another vLLM boot or server running
 beside the session halves the CPU a 2-core box has. A session that boots vLLM (tests marked
 ``boot``, the benchmarks) refuses to start while one runs (``--allow-busy-machine`` opts out;
-the header says what was found either way).
+the header says what was found either way). A benchmark cell the pre-flight skips on this
+machine (another platform, more GPUs) boots nothing, and is not counted.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 
 def _times_boots(item: pytest.Item) -> bool:
+    # cannot_boot_here: a cell the pre-flight skips on this machine (benchmarks/preflight.py)
+    if item.get_closest_marker("cannot_boot_here") is not None:
+        return False
     return item.get_closest_marker("boot") is not None or "benchmarks" in item.path.parts
 
 

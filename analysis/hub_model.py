@@ -24,9 +24,10 @@ from analysis.errors import FeatureError
 from analysis.feature_model import ModelFeatures
 from analysis.model_files import tokenizer_bytes_of
 from analysis.model_folder import OTHER_WEIGHT_PATTERNS, features_of_parts
+from analysis.model_folder import boot_features as folder_boot_features
 from harness.schema import HUB_ID
 
-__all__ = ["HUB_ID", "HubClient", "from_hub", "is_hub_id"]
+__all__ = ["HUB_ID", "HubClient", "boot_features", "from_hub", "is_hub_id"]
 
 # How long one request may take: an offline machine answers in seconds, not minutes.
 HUB_TIMEOUT_S = 10.0
@@ -128,6 +129,15 @@ def from_hub(repo: str, *, revision: str | None = None, model: str | None = None
              if any(fnmatch.fnmatch(name, pat) for pat in OTHER_WEIGHT_PATTERNS)]
     return features_of_parts(cfg, headers, other, where=where, model=model or repo,
                              source="hub", tokenizer_bytes=tokenizer_bytes_of(sizes), **kwargs)
+
+
+def boot_features(result: Any, revision: str | None = None) -> ModelFeatures:
+    """The features of a hub model's boot (its ``model_path`` the hub id vLLM was given), as
+    ``analysis.model_folder.boot_features`` reads a folder's, from the hub at ``revision``:
+    where the boot's files are gone (a shard's pod, another runner), a gated model's with
+    the token."""
+    return folder_boot_features(result, read=lambda repo, **kwargs: from_hub(
+        repo, revision=revision, **kwargs))
 
 
 def _why_not_fetched(where: str, exc: Exception) -> str:

@@ -135,7 +135,7 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
         raise MergeError(f"mixed schema versions ({where}): merge runs of one schema version")
     shards = []
     for i, p in enumerate(paths, 1):
-        shard = read_shard(p)
+        shard = read_shard(p, program)
         shards.append(shard)
         print(f"{program} [{i}/{len(paths)}] {p}: {len(shard.cells)} cells "
               f"({shard.kind}{', ' + shard.host if shard.host else ''})")

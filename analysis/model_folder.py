@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -202,9 +203,12 @@ def features_of_parts(cfg: dict[str, Any], headers: list[tuple[Any, Any]],
                           params_by_dtype=params_by_dtype, bytes_by_dtype=bytes_by_dtype)
 
 
-def boot_features(result: Any) -> ModelFeatures:
+def boot_features(result: Any, read: Callable[..., ModelFeatures] | None = None
+                  ) -> ModelFeatures:
     """The features of the model a boot ran: its model folder, and the compile cache the boot
     left where the harness recorded it and it is still there (``evidence.compile_cache_dir``).
+    ``read`` reads ``model_path`` in place of ``from_model_dir`` (a hub model's, whose
+    ``model_path`` is its hub id: ``analysis.hub_model.boot_features``).
 
     The one path from a ``BootResult`` to features: ``analysis.dataset`` (what a fit uses) and
     ``python -m analysis.features`` (the file ``--features`` takes where the model folders are
@@ -217,8 +221,10 @@ def boot_features(result: Any) -> ModelFeatures:
     if not (isinstance(cache, str) and Path(cache).is_dir()):
         cache = None
     engine = result.engine_config or {}
-    features = from_model_dir(result.model_path, model=result.model, platform=result.platform,
-                              vllm_version=result.vllm_version, compile_cache_dir=cache,
-                              capture_sizes=engine.get("num_capture_sizes"))
+    features = (read or from_model_dir)(result.model_path, model=result.model,
+                                        platform=result.platform,
+                                        vllm_version=result.vllm_version,
+                                        compile_cache_dir=cache,
+                                        capture_sizes=engine.get("num_capture_sizes"))
     return features.model_copy(update={"max_model_len": engine.get("max_model_len"),
                                        "kv_cache_tokens": engine.get("kv_cache_tokens")})

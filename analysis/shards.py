@@ -172,7 +172,8 @@ def _read_document(path: Path) -> Shard:
                  cells, doc, meta.matrix_cells)
 
 
-def _log_records(path: Path, *, quiet: bool = False) -> list[tuple[int, Any]]:
+def _log_records(path: Path, *, quiet: bool = False,
+                 program: str = "analysis.merge") -> list[tuple[int, Any]]:
     """The records of a cells log, ``[(line number, record)]``.
 
     A process killed while appending leaves its line cut, without a newline; a retry then
@@ -197,12 +198,12 @@ def _log_records(path: Path, *, quiet: bool = False) -> list[tuple[int, Any]]:
         retry = _retry_record(text, decoder)
         if retry is not None:
             if not quiet:
-                print(f"analysis.merge: {path}:{n}: a cut record left out, the record "
+                print(f"{program}: {path}:{n}: a cut record left out, the record "
                       "appended after it (a retry) kept", file=sys.stderr)
             out.append((n, retry))
         elif n == len(lines):  # the process died while writing it: that cell is lost
             if not quiet:
-                print(f"analysis.merge: {path}:{n}: a cut last line left out ({error})",
+                print(f"{program}: {path}:{n}: a cut last line left out ({error})",
                       file=sys.stderr)
         else:
             raise MergeError(f"{path}:{n}: not a JSON line ({error})") from error
@@ -224,8 +225,8 @@ def _retry_record(text: str, decoder: json.JSONDecoder) -> dict[str, Any] | None
     return None
 
 
-def _read_cells_log(path: Path) -> Shard:
-    records = _log_records(path)
+def _read_cells_log(path: Path, program: str) -> Shard:
+    records = _log_records(path, program=program)
     written = path.stat().st_mtime
     by_cell: dict[str, ShardCell] = {}
     schema: set[int] = set()
@@ -288,7 +289,10 @@ def _read_cells_log(path: Path) -> Shard:
                  fingerprints[0] if fingerprints else None, run_rounds)
 
 
-def read_shard(path: Path) -> Shard:
-    """A shard's document, or its cells log (``CELLS_LOG_SUFFIX``), read and checked."""
-    return _read_cells_log(path) if path.suffix == CELLS_LOG_SUFFIX else _read_document(path)
+def read_shard(path: Path, program: str = "analysis.merge") -> Shard:
+    """A shard's document, or its cells log (``CELLS_LOG_SUFFIX``), read and checked; what
+    is left out is said in lines that start with ``program``."""
+    if path.suffix == CELLS_LOG_SUFFIX:
+        return _read_cells_log(path, program)
+    return _read_document(path)
 

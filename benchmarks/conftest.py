@@ -41,7 +41,7 @@ from benchmarks.matrix import (
     cell_from_params,
     split_values,
 )
-from benchmarks.preflight import Preflight, plan_here
+from benchmarks.preflight import Preflight, mark_cannot_boot_here, plan_here
 from benchmarks.resume import resumable_entries
 from benchmarks.split import ShardPlugin
 from harness.document import CellsLogLine, write_run
@@ -199,6 +199,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     else:
         metafunc.parametrize(",".join(AXES), [tuple(c.params().values()) for c in cells],
                              ids=[c.id for c in cells])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mark_cannot_boot_here(items, getattr(config, "_coldstart_plan", None),
+                          getattr(config, "_coldstart_cells", []))
 
 
 @pytest.fixture

@@ -191,6 +191,24 @@ class Preflight:
         return None
 
 
+# The marker of a collected cell that the pre-flight skips on this machine: it boots nothing,
+# so the busy-machine refusal (the root conftest.py) does not count it.
+CANNOT_BOOT_HERE = "cannot_boot_here"
+
+
+def mark_cannot_boot_here(items: list[Any], plan: Plan | None, cells: list[Cell]) -> None:
+    """Mark each of pytest's ``items`` whose cell (its parametrization id) this machine is not
+    one for (``Preflight.machine``: platform, GPU count, GPU product)."""
+    if plan is None:
+        return
+    check = Preflight(plan)
+    by_id = {c.id: c for c in cells}
+    for item in items:
+        cell = by_id.get(getattr(getattr(item, "callspec", None), "id", None))
+        if cell is not None and check.machine(cell) is not None:
+            item.add_marker(CANNOT_BOOT_HERE)
+
+
 def plan_here(matrix: str, narrow: Mapping[str, list[str] | None]) -> tuple[Plan, list[Cell],
                                                                           str | None]:
     """The plan and selected cells of ``matrix``, its engine-argument names checked against

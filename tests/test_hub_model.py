@@ -155,3 +155,47 @@ def test_predict_without_a_reachable_hub_answers_in_one_line_at_once(tmp_path: P
 def test_a_name_that_is_neither_path_nor_hub_id_points_at_the_fixtures(tmp_path: Path) -> None:
     with pytest.raises(FeatureError, match="coldstart fixtures path NAME"):
         load_features(tmp_path / "smollm2-135m")
+
+
+def test_a_run_of_a_hub_model_gets_its_features_from_the_hub(llama_dir: Path, tmp_path: Path,
+                                                             monkeypatch, capsys) -> None:
+    """`analysis.features --hub-only --matrix M` (the Kubernetes merge Job's step): a hub
+    model's boot records the hub id as its model_path, and its features are read from the hub
+    at the revision the matrix names, equal to the same files' in a folder; a folder model is
+    named and left out; a run with no hub model writes nothing, and is no error."""
+    from analysis.features import main as features_main
+    from analysis.features import read_features_json
+    from harness.document import write_run
+    from harness.schema import BootResult, benchmark_entry, new_document
+
+    hub = FolderHub(llama_dir)
+    client = _client(hub)
+    monkeypatch.setattr(hub_model, "HubClient", lambda: client)
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(f"version: 1\nmodels:\n  - hub: {REPO}\n    name: tiny\n"
+                      "    revision: v1\naxes:\n  loader: [safetensors]\n")
+    boots = [BootResult(state="measured", model="tiny", model_path=REPO, platform="cuda",
+                        vllm_version="0.10.1.1", wall_s=1.0,
+                        engine_config={"max_model_len": 8192}),
+             BootResult(state="measured", model="own", model_path=str(llama_dir),
+                        platform="cuda", vllm_version="0.10.1.1", wall_s=1.0)]
+    doc = tmp_path / "merged.json"
+    write_run(new_document([benchmark_entry(b, name=f"t[{b.model}]", params={})
+                            for b in boots]), doc)
+    out = tmp_path / "merged.features.json"
+    assert features_main([str(doc), "-o", str(out), "--hub-only", "--matrix", str(matrix)]) == 0
+    written = read_features_json(out)
+    assert set(written) == {"tiny"} and written["tiny"].source == "hub"
+    local = from_model_dir(llama_dir, platform="cuda", vllm_version="0.10.1.1")
+    assert written["tiny"].model_dump(exclude={"model", "source", "max_model_len"}) == \
+        local.model_dump(exclude={"model", "source", "max_model_len"})
+    assert written["tiny"].max_model_len == 8192  # the boot's engine config, as a fit's
+    assert hub.calls and all(c[-1] == "v1" for c in hub.calls)  # the matrix's revision
+    assert f"own: not a hub model (its folder {llama_dir})" in capsys.readouterr().err
+
+    folders_only = tmp_path / "folders.json"
+    write_run(new_document([benchmark_entry(boots[1], name="t[own]", params={})]),
+              folders_only)
+    out.unlink()
+    assert features_main([str(folders_only), "-o", str(out), "--hub-only"]) == 0
+    assert "no measured boot of a hub model" in capsys.readouterr().out and not out.exists()

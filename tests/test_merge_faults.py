@@ -185,3 +185,19 @@ def test_a_shard_that_says_no_commit_is_named_not_passed(shards, tmp_path, capsy
     code, err = _merge(capsys, shards / "shard-1.json", shards / "shard-2.json",
                        "-o", tmp_path / "merged.json")
     assert code == 0 and f"commit not checked for {shards / 'shard-2.json'}" in err
+
+
+def test_every_line_of_the_front_doors_merge_names_it(shards, tmp_path):
+    """`coldstart merge` on the shards as the cluster leaves them (shard 3's cells log cut):
+    each progress and warning line starts with the program's name, the cut line's too."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "coldstart", "merge", "--matrix", "smoke",
+                           *map(str, _all(shards)), "-o", str(tmp_path / "merged.json")],
+                          capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert any("a cut last line left out" in line for line in lines)
+    assert lines and all(line.startswith("coldstart merge") for line in lines), lines

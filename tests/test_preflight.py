@@ -157,3 +157,27 @@ def test_the_gpu_example_on_this_cpu_machine_ends_at_once_naming_why(tmp_path):
     assert proc.stdout.count("pre-flight: needs platform cuda") >= 1
     # The document written when no cell was measured says its commit: merge checks it.
     assert doc["commit_info"].get("id")
+
+
+def test_a_busy_machine_refuses_cells_that_would_boot_not_those_that_cannot(tmp_path):
+    """Another vLLM running (a process named as vLLM's engine core names itself): a session
+    of cells that would boot here is refused (timings would be disturbed), the GPU example's
+    cells, which the pre-flight skips on this machine and which boot nothing, are not."""
+    busy = subprocess.Popen(["bash", "-c", "exec -a VLLM::EngineCore sleep 120"])
+    try:
+        def session(matrix: str, *extra: str) -> subprocess.CompletedProcess:
+            return subprocess.run(
+                [sys.executable, "-m", "pytest", "benchmarks/", "-p", "no:cacheprovider",
+                 "--matrix", matrix, "--benchmark-json", str(tmp_path / "out.json"), "-q",
+                 *extra], cwd=REPO, capture_output=True, text=True, timeout=120,
+                env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)})
+
+        refused = session("smoke", "--collect-only")
+        assert refused.returncode == 4, refused.stdout[-2000:] + refused.stderr[-2000:]
+        assert "other vLLM process(es) are running" in refused.stderr  # ours, or another
+        skipped = session(str(GPU_NODE.relative_to(REPO)))
+        assert skipped.returncode == 0, skipped.stdout[-2000:] + skipped.stderr[-2000:]
+        assert "16 skipped" in skipped.stdout
+    finally:
+        busy.kill()
+        busy.wait()
