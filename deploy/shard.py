@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         # Every shard of a run would write the one durations file at once, each with its own
         # cells only: store them from one whole, unsplit run instead.
         return _refuse("--store-durations: a shard does not write the durations file; store "
-                       "it from one complete run (README: Many machines)")
+                       "it from one complete run (docs/cluster.md)")
     if (args.run_dir is None) != (args.job_uid is None) or args.job_uid == "":
         return _refuse("--run-dir and --job-uid go together (the Job's uid may not be empty)")
     if args.run_dir is not None:

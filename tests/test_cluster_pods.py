@@ -176,7 +176,7 @@ def test_the_hub_token_is_a_secret_mounted_at_hf_token_path(rendering):
     # the GPU example's gated model reads its token from there
     matrix = yaml.safe_load((REPO / GPU_NODE).read_text())
     assert matrix["models"][0]["env"]["HF_TOKEN_PATH"] == str(token_path)
-    for readme in (REPO / "README.md", KUBE / "README.md"):
+    for readme in (REPO / "docs" / "cluster.md", KUBE / "README.md"):
         assert SECRET_COMMAND in readme.read_text(), readme
 
 
@@ -312,7 +312,7 @@ def test_no_shard_writes_the_durations_file(tmp_path):
                            "--store-durations"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert "--store-durations" in proc.stderr and not (tmp_path / "s.json").exists()
-    for readme in (REPO / "README.md", KUBE / "README.md"):
+    for readme in (REPO / "docs" / "cluster.md", KUBE / "README.md"):
         text = readme.read_text()
         # NARROW is handed to analysis.merge and benchmarks.check: axis options only
         assert not re.search(r"NARROW[^\n]*--store-durations", text), readme
@@ -330,9 +330,9 @@ def _readme_commands(text: str, needle: str) -> list[str]:
 
 
 def test_the_readme_durations_recipe_runs_as_written(tmp_path):
-    """README "Many machines": the durations stored by one whole run, then read by a shard;
+    """docs/cluster.md: the durations stored by one whole run, then read by a shard;
     run with the fake-boots plugin in place of vLLM, paths in a scratch folder."""
-    store, shard = _readme_commands((REPO / "README.md").read_text(), "--store-durations")
+    store, shard = _readme_commands((REPO / "docs" / "cluster.md").read_text(), "--store-durations")
     durations = tmp_path / "smoke-durations.json"
     # the fake boots time no vLLM: another one running here (a busy machine) disturbs nothing
     pytest_cmd = [sys.executable, "-m", "pytest", "-p", "tests._fake_boots", "-p",
@@ -375,4 +375,4 @@ def test_the_workflow_takes_a_matrix_file_python_and_the_token():
     assert doc["jobs"]["shard"]["env"]["DURATIONS"] == "${{ inputs.durations }}"
     assert '${DURATIONS:+--durations-path "$DURATIONS"}' in shard["run"]
     assert "--store-durations" not in text
-    assert "2.327.1" in text and "2.327.1" in (REPO / "README.md").read_text()
+    assert "2.327.1" in text and "2.327.1" in (REPO / "docs" / "cluster.md").read_text()

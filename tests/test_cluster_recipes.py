@@ -2,7 +2,7 @@
 the wait loop of deploy/kubernetes/README.md step 4 against a kubectl that answers the Job's
 status as a cluster does (the real kubectl evaluates the loop's jsonpath on the Job
 documents; only the API server is stood in for), the command that creates the token Secret,
-and README "Many machines"' merge and check on the committed shards. The merge Job's own
+and docs/cluster.md' merge and check on the committed shards. The merge Job's own
 command line and the durations recipe are tests/test_cluster_pods.py's."""
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def test_the_readmes_secret_command_makes_the_file_both_jobs_read(tmp_path):
     write it (client side), gives the Secret both Jobs mount: key hf-token, the file
     /secrets/hf-token that HF_TOKEN_PATH names."""
     kubectl = _kubectl()
-    for readme in (REPO / "README.md", KUBE / "README.md"):
+    for readme in (REPO / "docs" / "cluster.md", KUBE / "README.md"):
         (command,) = [line for line in _bash_block(readme.read_text(),
                                                    "kubectl create secret").splitlines()
                       if line.startswith("kubectl create secret")]
@@ -148,9 +148,9 @@ def test_the_readmes_secret_command_makes_the_file_both_jobs_read(tmp_path):
 
 
 def test_the_readme_merge_and_check_run_as_written_on_committed_shards(tmp_path):
-    """README "Many machines": the merge and check lines, run by bash (its globs) in a folder
+    """docs/cluster.md: the merge and check lines, run by bash (its globs) in a folder
     holding the committed smoke shards (shard 3 left only its cells log)."""
-    block = _bash_block((REPO / "README.md").read_text(), "coldstart merge")
+    block = _bash_block((REPO / "docs" / "cluster.md").read_text(), "coldstart merge")
     lines = [line for line in block.splitlines() if line.startswith("coldstart ")]
     assert [line.split()[1] for line in lines] == ["merge", "check"]
     for name in SHARD_FILES:

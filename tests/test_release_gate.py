@@ -173,7 +173,7 @@ def test_the_gate_job_gates_summarises_reports_and_uploads_whatever_the_verdict(
     assert upload["if"] == "${{ always() }}"
     # the GPU build only when asked, on the self-hosted label the README names
     assert '["self-hosted","linux","x64","gpu"]' in gate["runs-on"]
-    assert "labelled `self-hosted, linux, x64, gpu`" in (ROOT / "README.md").read_text()
+    assert "labelled `self-hosted, linux, x64, gpu`" in (ROOT / "docs" / "verdicts-and-predictions.md").read_text()
     assert gate["strategy"]["matrix"]["variant"] == \
         "${{ fromJSON(needs.pick.outputs.variants) }}"
     assert "inputs.gpu" in jobs["pick"]["steps"][-2]["env"]["GPU"]
