@@ -80,6 +80,8 @@ __all__ = ["LogScan", "scan_lines", "split_boots", "read_log", "read_boots", "mo
            "engine_config", "not_a_log"]
 
 _STUDY_FILENAME = re.compile(r"^output_model_(?P<name>[^_]+)")
+# A unit word that is also the start of a longer one ("s" of "seconds", "min" of "minutes")
+_CUT_UNIT = re.compile(r"(?<=\d)\s?(?:s|sec|second|min|minute)$")
 
 
 def _compose(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | None],
@@ -168,6 +170,11 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
         # Noted, still read: a paste or a script's last print often ends without a newline,
         # and a record cut mid-write reads as far as it got.
         partial = lines[-1]
+        cut = _CUT_UNIT.search(partial)
+        if cut is not None:
+            # "took 10.61 s" at the very end may be "seconds" cut short (a killed boot's
+            # file): the number stays in the partial line, not read as a time.
+            lines[-1] = partial[:cut.start()]
     boots = split_boots(lines) or [[]]
     secrets = environment_secrets()
     out = []
