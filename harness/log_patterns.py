@@ -294,6 +294,9 @@ PLATFORM_FROM_SOURCE: dict[str, str] = {
     "model_runner_v1.py": "npu", "worker_v1.py": "npu",
     "xpu_model_runner.py": "xpu", "xpu_worker.py": "xpu", "xpu.py": "xpu",
     "rocm.py": "rocm", "rocm_flash_attn.py": "rocm",
+    # HabanaAI/vllm-fork's Gaudi runner, worker and executor
+    "hpu_model_runner.py": "hpu", "hpu_worker.py": "hpu", "habana_model_runner.py": "hpu",
+    "habana_worker.py": "hpu", "habana_executor.py": "hpu",
     "cuda.py": "cuda", "gpu_executor.py": "cuda",
 }
 
@@ -393,7 +396,10 @@ V0_PROCESSES: tuple[str, ...] = ("VllmWorkerProcess",)
 V0_SOURCES: tuple[str, ...] = ("worker.py", "engine.py")
 V0_SOURCES_BEFORE_0_11: tuple[str, ...] = ("model_runner.py",)
 V1_SOURCES: tuple[str, ...] = ("core.py", "core_client.py", "gpu_worker.py", "gpu_model_runner.py",
-                               "multiproc_executor.py")
+                               "multiproc_executor.py",
+                               # vllm-ascend's V1 runner, which keeps V0's "Loading model
+                               # weights took X GB"
+                               "model_runner_v1.py")
 V1_PROCESSES: tuple[str, ...] = ("EngineCore", "Worker", "VllmWorker", "APIServer")
 
 

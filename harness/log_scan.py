@@ -38,6 +38,8 @@ _FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>]+)\s*$
 _CALL = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*)?(?:await\s+)?[\w.]*?\b(?P<func>\w+)\(")
 _COMPILER = re.compile(registry.TRACEBACK_COMPILER_PATH)
 _LOADER = re.compile(registry.TRACEBACK_LOADER_PATH)
+_V0_ONLY = set(registry.V0_ONLY_KEYS)
+_V1_SOURCES = set(registry.V1_SOURCES)
 _FUNCTION_PHASE = {f: phase for phase, names in registry.TRACEBACK_FUNCTIONS for f in names}
 # A line that reads like start-up timing (a timing word and a number); if no pattern takes
 # it, the scan reports it.
@@ -177,6 +179,8 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
             found = pattern.compiled.search(line.text)
             if found is None:
                 continue
+            if pattern.key in _V0_ONLY and line.source in _V1_SOURCES:
+                continue  # V0's wording kept by a V1 runner: no sign of V0 or of its releases
             matched = True
             if pattern.kind == "duration":
                 try:
@@ -259,6 +263,8 @@ def _clues(line: LogLine, platforms: list[str], versions: set[str]) -> None:
     """Note the platform a line names and the releases its wording and format allow."""
     if not _PLATFORM_ABSENT.search(line.text):
         platforms.extend(name for name, clue in _PLATFORM_CLUES if clue.search(line.text))
+    # a process tag names it too ("(NPURayWorkerWrapper pid=..)")
+    platforms.extend(name for name, clue in _PLATFORM_CLUES if clue.search(line.prefix))
     versions.update(name for name, clue in _VERSION_CLUE_LINES.items()
                     if clue.search(line.text))
     if line.level is not None and line.source and line.raw.split(line.source)[0][-1:] == "[":

@@ -117,7 +117,8 @@ def not_a_log(text: str) -> str | None:
             return "is JSON, not a vLLM log"
         except ValueError:
             pass
-    if not any(is_log_line(line) for line in text.splitlines()):
+    # The lines as the reader sees them: a quoted, boxed or prefixed paste is still a log.
+    if not any(is_log_line(line) for line in normalise(text)):
         return ("no line a vLLM log has (no log record, process tag, traceback or line of "
                 "vLLM's): not a vLLM log")
     return None

@@ -269,3 +269,12 @@ def test_model_loading_took_wins_over_its_parts() -> None:
     # 002-aiperf-v1-dated-stamps.log: both lines; the total is vLLM's own
     result = read_log(PUBLIC / "002-aiperf-v1-dated-stamps.log")
     assert result.phases["model_loading"] == pytest.approx(18.506763)
+
+
+# ---------------------------------------------------------------- not_a_log sees the reader's lines
+def test_not_a_log_reads_the_normalised_lines() -> None:
+    # The study's driver total (issue 27's text: "initialize_engine took 9.82 seconds") with
+    # the line cut by hand before its unit: only the joined line is one of vLLM's.
+    assert not_a_log("initialize_engine took 9.82\nseconds\n") is None
+    assert read_log("initialize_engine took 9.82\nseconds\n").printed_total_s == pytest.approx(9.82)
+    assert not_a_log("initialize_engine took\nthe morning off\n") is not None

@@ -136,7 +136,9 @@ CANNOT: dict[tuple[str, str], str] = {
         ("054-rocm-mi50-pp-tp-loading.log", _NO_BOOT_LINE.format(
             "PP x TP loading lines", "one second")),
         ("049-torchtitan-actor-prefix.log", _NO_BOOT_LINE.format(
-            "one Dynamo line inside an actor tag", "one instant"))]},
+            "one Dynamo line inside an actor tag", "one instant")),
+        ("061-v0-066-memory-profiling-worker.log", _NO_BOOT_LINE.format(
+            "a weights line and a worker's profiling lines", "one second"))]},
     # Open defects, kept visible (strict: fixing them turns these into failures to remove).
     ("044-npu-two-boots-inline-code.log", "bold"): "two labelled boots in inline code: bold "
         "around the values breaks the split the labels give (open defect)",
@@ -219,7 +221,7 @@ def test_a_paste_form_reads_as_the_clean_log(path: Path, name: str) -> None:
 def test_the_corpus_is_every_log_the_reader_is_tested_on() -> None:
     assert len([p for p in CORPUS if "public" in p.parts]) >= 35
     assert len([p for p in CORPUS if p.suffix == ".txt"]) >= 30
-    # kept short: the 16 excerpts no copy can split, and the open defects named one by one
+    # kept short: the 17 excerpts no copy can split, and the open defects named one by one
     assert len(CANNOT) <= 30
 
 
