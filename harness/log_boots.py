@@ -13,6 +13,7 @@ from harness.log_lines import LogLine, parse_line, place_in_time
 __all__ = ["split_boots"]
 
 _BOOT_START = re.compile(registry.BOOT_START_REGEX)
+_COMMAND = re.compile(registry.COMMAND_LINE_REGEX)
 # The first lines a vLLM process logs, and the processes that are a boot's front end: where
 # the next boot begins.
 _PROCESS_FIRST = re.compile(registry.PROCESS_FIRST_LINES_REGEX)
@@ -51,7 +52,10 @@ def split_boots(lines: list[str]) -> list[list[str]]:
     begins at the first line of start-up after it. Where the timestamps go back to the
     current boot's first one (more than a second back: not processes flushing out of order),
     a boot appended without any of these lines begins there, its last lines without a
-    timestamp (a printed total, the ready line) left with the boot before.
+    timestamp (a printed total, the ready line) left with the boot before. A shell command
+    that starts vLLM ("$ vllm serve M", "python -m vllm.entrypoints.openai.api_server"),
+    pasted before each boot's lines, begins the next boot where a line of vLLM's came since
+    the current one began.
     """
     parsed = [parse_line(str(raw)) for raw in lines]
     times = place_in_time(parsed)
@@ -64,7 +68,16 @@ def split_boots(lines: list[str]) -> list[list[str]]:
     loaded: dict[Any, int] = {}  # process -> its "Model loading took" line in this boot
     boot_begin = 0
     last_start = -1  # index of the current boot's latest start line
+    read_since_begin = False  # a line of vLLM's the reader takes since the current boot began
     for i, line in enumerate(parsed):
+        if line.level is None and _COMMAND.match(line.raw) and read_since_begin:
+            # The command that starts vLLM, pasted before each boot's lines: the next boot.
+            cuts.append(i)
+            boot_begin, seen, loaded, ended, last_start = i, set(), {}, {}, i - 1
+            first_t = latest = None
+            read_since_begin = False
+            continue
+        read_since_begin = read_since_begin or any(r.search(line.text) for r in _ANY_LINE)
         begin = _appended_boot(parsed, times, i, last_stamped, first_t, latest, ended)
         if begin is not None and begin > boot_begin:
             cuts.append(begin)
@@ -112,7 +125,20 @@ def split_boots(lines: list[str]) -> list[list[str]]:
         seen.add(key)
         last_start = i
     bounds = [0, *cuts, len(lines)]
-    return [list(lines[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+    boots = [list(lines[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+    # A part with no line of vLLM's (a command and "..." pasted after the last boot) is no
+    # boot of its own: it stays with the one before.
+    kept: list[list[str]] = []
+    for boot in boots:
+        if kept and not any(_holds_log(parse_line(str(raw))) for raw in boot):
+            kept[-1].extend(boot)
+        else:
+            kept.append(boot)
+    return kept
+
+
+def _holds_log(line: LogLine) -> bool:
+    return line.level is not None or any(r.search(line.text) for r in _ANY_LINE)
 
 
 def _appended_boot(parsed: list[LogLine], times: list[float | None], i: int, last_stamped: int,

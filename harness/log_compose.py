@@ -165,6 +165,24 @@ def torch_compile_s(scan: LogScan, notes: dict[str, str]) -> float | None:
     return None
 
 
+def compile_subphases(scan: LogScan, compile_s: float | None) -> dict[str, float | None]:
+    """torch.compile's parts as printed (V0 0.7+ and V1 print the same lines), also where
+    the total is not in the log (a paste cut before it)."""
+    d, cache = scan.durations, scan.facts.get("compile_cache")
+    known = compile_s is not None
+    # A cache hit compiles nothing and a miss loads nothing: the log says so by the absence
+    # of the other line, next to the line that is there.
+    return {
+        "torch_compile.dynamo_transform": d.get("dynamo_transform_s"),
+        "torch_compile.inductor_compile": d.get(
+            "inductor_compile_s",
+            0.0 if known and cache == "hit" and "compiled_graph_load_s" in d else None),
+        "torch_compile.compiled_graph_load": d.get(
+            "compiled_graph_load_s",
+            0.0 if known and cache == "miss" and "inductor_compile_s" in d else None),
+    }
+
+
 def not_below_zero(difference: float, scan: LogScan) -> float | None:
     """A difference of logged durations; below zero by more than rounding, the log disagrees
     with itself and the value is not read."""
@@ -210,18 +228,7 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
         compile_part = compile_s
     phases["torch_compile"] = compile_s
     if not compile_disabled(facts):
-        # Each part as printed, also where the total is not in the log (a paste cut before it).
-        known = compile_s is not None
-        cache = facts.get("compile_cache")
-        subphases["torch_compile.dynamo_transform"] = d.get("dynamo_transform_s")
-        # A cache hit compiles nothing and a miss loads nothing: the log says so by the
-        # absence of the other line, next to the line that is there.
-        subphases["torch_compile.inductor_compile"] = d.get(
-            "inductor_compile_s",
-            0.0 if known and cache == "hit" and "compiled_graph_load_s" in d else None)
-        subphases["torch_compile.compiled_graph_load"] = d.get(
-            "compiled_graph_load_s",
-            0.0 if known and cache == "miss" and "inductor_compile_s" in d else None)
+        subphases.update(compile_subphases(scan, compile_s))
 
     capture_s: float | None
     capture_part: float | None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness import schema
 from harness.log_compose import (
+    compile_subphases,
     framework_bootstrap_s,
     model_loading_s,
     not_below_zero,
@@ -52,6 +53,8 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     else:
         compile_s = torch_compile_s(scan, how)
     phases["torch_compile"] = compile_s
+    if not compile_disabled(facts):
+        subphases.update(compile_subphases(scan, compile_s))
     # V0 compiles only when asked (a compilation level above 0, from 0.6.2): with no compile
     # line there is nothing to take out of the profiling window; the note says so.
     compile_part = compile_s or 0.0

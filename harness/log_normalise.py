@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import re
 
+from harness import registry
+
 __all__ = ["normalise", "seconds", "gib"]
 
 # Colour and cursor codes, and Buildkite's "_bk;t=<ms>" timestamp marks (an APC escape that a
@@ -52,6 +54,10 @@ _EMPHASIS = re.compile(r"(?:(?<=^)|(?<=[\s(\[:=,]))(?P<m>\*{1,3}|`{1,2})"
 _RECORD = re.compile(r"^.{0,40}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}"
                      r"[ T]\d{2}:|^\s*(?:\([^()]*\bpid=\d+[^()]*\)|Traceback \(|File \")")
 _HEADER_AHEAD = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}")
+_COMMAND = re.compile(registry.COMMAND_LINE_REGEX)
+# vLLM's own messages, anchored at the line's start (the patterns search, so a bare message
+# begins where they match at 0).
+_MESSAGE_STARTS = [p.compiled for p in registry.LOG_PATTERNS if p.kind != "fact"]
 # A line cut by hand between a number and its unit ("took 9.82" / "seconds").
 _ENDS_IN_NUMBER = re.compile(r"\d$")
 _UNIT_FIRST = re.compile(r"^\s*(?:s|secs?|seconds?|ms|min|minutes?|GiB|GB|MiB|MB)\b")
@@ -142,4 +148,9 @@ def _cut_in_prefix(line: str) -> bool:
 
 
 def _starts_record(line: str) -> bool:
-    return _RECORD.match(line) is not None or _WRAPPERS.match(line) is not None
+    """A line no wrap continues into: a record's header, a runtime's prefix, the command that
+    starts vLLM, or a bare message of vLLM's (a paste without headers: templated messages
+    such as "Graph capturing finished in 15 secs, took 0.32 GiB" are often equally wide)."""
+    return (_RECORD.match(line) is not None or _WRAPPERS.match(line) is not None
+            or _COMMAND.match(line) is not None
+            or any(p.match(line) for p in _MESSAGE_STARTS))

@@ -73,6 +73,12 @@ _BANNER = r"[\u2580\u2584\u2588]"
 # An integer argument as the CLI logs it: "non-default args: {..., 'NAME': 2}" or the
 # API server's "args: Namespace(..., NAME=2, ...)".
 _USER_ARG = r"(?:non-default args: \{{.*?'|args: Namespace\(.*?\b){}(?:': |=)(?P<value>\d+)"
+# The shell command that starts vLLM, as pasted before its log ("$ vllm serve M -O3",
+# "(venv) user@host:~$ VLLM_USE_V1=1 python -m vllm.entrypoints.openai.api_server ..."): a
+# boot begins there.
+COMMAND_LINE_REGEX = (r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.@:~/-]*[$#%>]\s+)?"
+                      r"(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
+                      r"(?:vllm\s+serve|python[\d.]*\s+-m\s+vllm\.entrypoints\.[\w.]+)(?:\s|$)")
 PROCESS_FIRST_LINES_REGEX = rf"{_PLATFORM_PLUGINS}|{_PLATFORM_DETECTED}"
 
 LOG_PATTERNS: tuple[LogPattern, ...] = (
@@ -91,6 +97,9 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                rf"Total time to load model weights from storage to TPU: {_S}{_SEC}", "duration",
                why="tpu-inference (vllm-project/tpu-inference, vllm_model_wrapper.py "
                    "load_weights): weight loading and sharding onto the TPU mesh"),
+    LogPattern("model_loading_s", rf"Model runner load_model total time: {_S}{_SEC}", "duration",
+               why="vllm-ascend's V1 runner (model_runner_v1.py): its 'Loading model weights took "
+                   "X GB' is memory, this line is the load's time"),
     LogPattern("download_weights_s", rf"Time spent downloading weights for .+?: {_S}{_SEC}",
                "duration"),
     LogPattern("online_quantization_s",
@@ -124,6 +133,9 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                why="DEBUG only; GPU worker; covers the profiling forward and the compile in it"),
     LogPattern("memory_profiling_s", rf"Memory profiling results: duration={_S}{_SEC}",
                "duration", why="V0 worker.py of 0.6.4 .. 0.6.6 (one line, the fields after it)"),
+    LogPattern("memory_profiling_s", rf"^duration\s+{_S}{_SEC}\s*$", "duration", _V0,
+               why="V0 worker.py of 0.6.5: 'Memory profiling results:' and then one field a "
+                   "record ('duration     0.75 seconds', 'total_gpu_memory ...')"),
     LogPattern("tpu_compile_s", rf"[Cc]ompilation finished in (?:in )?{_S}\s?\[secs\]",
                "duration",
                why="TPU: the XLA precompile of every padded shape (v1/worker/tpu_model_runner.py "
@@ -171,6 +183,9 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                r"decoding", "mark", _V0,
                why="V0 ModelRunner.capture_model, after the KV cache is allocated; reworded in "
                    "0.7"),
+    LogPattern("v0_attention_backend", r"^Using (?:Flash Attention|XFormers) backend\.$", "mark",
+               _V0, why="the V0 selector's line; V1 says 'Using Flash Attention backend on V1 "
+                        "engine.' (0.7 .. 0.10) and names the backend enum later"),
     LogPattern("compile_start", r"Starting torch\.compile|Start compiling function|"
                r"Compiling (?:the model|sampling) with different input shapes|"
                r"Precompile worker", "mark",
@@ -273,8 +288,15 @@ PLATFORM_FROM_SOURCE: dict[str, str] = {
     "cpu.py": "cpu",
     "tpu_model_runner.py": "tpu", "tpu_worker.py": "tpu", "tpu_worker_jax.py": "tpu",
     "tpu_jax_runner.py": "tpu", "vllm_model_wrapper.py": "tpu",
+    # tpu-inference's precompile manager (tpu_inference/runner/compilation_manager.py)
+    "compilation_manager.py": "tpu",
+    # vllm-ascend's V1 runner and worker (vllm_ascend/worker/model_runner_v1.py, worker_v1.py)
+    "model_runner_v1.py": "npu", "worker_v1.py": "npu",
     "xpu_model_runner.py": "xpu", "xpu_worker.py": "xpu", "xpu.py": "xpu",
     "rocm.py": "rocm", "rocm_flash_attn.py": "rocm",
+    # HabanaAI/vllm-fork's Gaudi runner, worker and executor
+    "hpu_model_runner.py": "hpu", "hpu_worker.py": "hpu", "habana_model_runner.py": "hpu",
+    "habana_worker.py": "hpu", "habana_executor.py": "hpu",
     "cuda.py": "cuda", "gpu_executor.py": "cuda",
 }
 
@@ -289,7 +311,9 @@ PLATFORM_CLUES: tuple[tuple[str, str], ...] = (
     ("hpu", r"\bhabana(?:_frameworks|labs)?\b|\bvllm[_-]gaudi\b|\bHPU\w*(?:Worker|ModelRunner)"),
     ("xpu", r"\bintel_extension_for_pytorch\b|\bXPU\w*(?:Worker|ModelRunner)"),
     ("rocm", r"^\[aiter\]|\bROCm\w*(?:Backend|FlashAttention)|\baiter\b.*\.so\b"),
-    ("tpu", r"\btorch_xla\b|\btpu_inference\b|\blibtpu\b"),
+    # the TPU runners' own wording: the XLA precompile's "[secs]", the load "to TPU"
+    ("tpu", r"\btorch_xla\b|\btpu_inference\b|\blibtpu\b|[Cc]ompilation finished in (?:in )?"
+            r"[\d.]+\s?\[secs\]|from storage to TPU"),
     ("cuda", r"Confirmed CUDA platform is available"),
 )
 PLATFORM_ABSENT = r"not available|No module named|not found|is not installed"
@@ -340,7 +364,8 @@ VERSION_CLUE_KEYS: tuple[str, ...] = ("v0_weights_loaded", "model_loading_start"
 # model's __init__). Read from the V0 (0.5 .. 0.10) and V1 (0.8 .. 0.32) workers and runners.
 TRACEBACK_FUNCTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("model_loading", ("load_model", "get_model", "_init_model", "initialize_model",
-                       "load_weights", "_initialize_model", "_load_model")),
+                       "load_weights", "_initialize_model", "_load_model",
+                       "process_weights_after_loading")),
     ("kv_cache_profiling", ("profile_run", "determine_num_available_blocks",
                             "determine_available_memory", "_initialize_kv_caches",
                             "initialize_from_config", "initialize_cache", "_init_cache",
@@ -349,16 +374,32 @@ TRACEBACK_FUNCTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("torch_compile", ("_precompile_backbone", "_precompile_sample_from_logits",
                        "_precompile_select_hidden_states", "precompile")),
 )
+# A frame inside vLLM's model loader (vllm/model_executor/model_loader/) is model loading,
+# whatever its function: the loaders' helpers are many and renamed between releases.
+TRACEBACK_LOADER_PATH = r"[/\\]vllm[/\\]model_executor[/\\]model_loader[/\\]"
 TRACEBACK_COMPILER_PATH = r"[/\\](?:torch[/\\]_(?:dynamo|inductor)|vllm[/\\]compilation)[/\\]"
 
 # The engine a log comes from, where no "Initializing a V0/V1 LLM engine" line was kept:
 # lines only one of them prints (the V0 worker's "Loading model weights took X GB", its block
 # count and capture lines; V1's "GPU KV cache size" and EngineCore lines), and the process
 # names each spawns.
-V0_ONLY_KEYS: tuple[str, ...] = ("v0_weights_loaded", "v0_blocks", "capture_start")
+V0_ONLY_KEYS: tuple[str, ...] = ("v0_weights_loaded", "v0_blocks", "capture_start",
+                                 "v0_attention_backend")
 V1_ONLY_KEYS: tuple[str, ...] = ("kv_cache_sized", "engine_core_waiting",
                                  "engine_ready")
 V0_PROCESSES: tuple[str, ...] = ("VllmWorkerProcess",)
+# The source files of the lines (the logger's "file.py:123" tag) only one engine logs from:
+# V0's worker (vllm/worker/worker.py) and MQLLMEngine (vllm/engine/multiprocessing/engine.py);
+# V1's engine core, its client and GPU worker and runner. V0's runner, model_runner.py, is a
+# V0 file only before 0.11 (the model runner V2 of 0.12+ is a model_runner.py too): read
+# where the header has no brackets (0.7 and older) or the log's release is older than 0.11.
+V0_SOURCES: tuple[str, ...] = ("worker.py", "engine.py")
+V0_SOURCES_BEFORE_0_11: tuple[str, ...] = ("model_runner.py",)
+V1_SOURCES: tuple[str, ...] = ("core.py", "core_client.py", "gpu_worker.py", "gpu_model_runner.py",
+                               "multiproc_executor.py",
+                               # vllm-ascend's V1 runner, which keeps V0's "Loading model
+                               # weights took X GB"
+                               "model_runner_v1.py")
 V1_PROCESSES: tuple[str, ...] = ("EngineCore", "Worker", "VllmWorker", "APIServer")
 
 

@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.version import Version
+
 from harness import registry
 from harness.log_facts import (
     capture_not_applicable,
@@ -28,12 +30,16 @@ from harness.log_facts import (
 )
 from harness.log_lines import LogLine, detect_version, has_process_tag, parse_line, place_in_time
 from harness.log_normalise import seconds as to_seconds
+from harness.version_range import in_range
 
 __all__ = ["LogScan", "scan_lines", "engine_config", "is_log_line"]
 
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>]+)\s*$')
 _CALL = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*)?(?:await\s+)?[\w.]*?\b(?P<func>\w+)\(")
 _COMPILER = re.compile(registry.TRACEBACK_COMPILER_PATH)
+_LOADER = re.compile(registry.TRACEBACK_LOADER_PATH)
+_V0_ONLY = set(registry.V0_ONLY_KEYS)
+_V1_SOURCES = set(registry.V1_SOURCES)
 _FUNCTION_PHASE = {f: phase for phase, names in registry.TRACEBACK_FUNCTIONS for f in names}
 # A line that reads like start-up timing (a timing word and a number); if no pattern takes
 # it, the scan reports it.
@@ -173,6 +179,8 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
             found = pattern.compiled.search(line.text)
             if found is None:
                 continue
+            if pattern.key in _V0_ONLY and line.source in _V1_SOURCES:
+                continue  # V0's wording kept by a V1 runner: no sign of V0 or of its releases
             matched = True
             if pattern.kind == "duration":
                 try:
@@ -216,16 +224,16 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     if ranks:
         scan.facts["durations_from_processes"] = ranks
     scan.facts["compile_cache"] = compile_cache_state(scan.facts)
+    keys = set(scan.marks) | set(scan.durations) | {k for _, k in scan.order}
+    inferred = version_range(version_clues | (keys & set(registry.VERSION_CLUE_KEYS)))
+    if inferred is not None and "vllm_version" not in scan.facts:
+        scan.facts["vllm_version_range"], scan.facts["vllm_version_clues"] = inferred
     scan.facts["engine"] = _engine(scan, processes, parsed)
     if scan.facts["engine"] == "v0":
         scan.facts["v0_engine"] = True
     named = [registry.PLATFORM_FROM_SOURCE[s] for s in sources
              if s in registry.PLATFORM_FROM_SOURCE]
     resolve_platform(scan.facts, platform_clues, named)
-    keys = set(scan.marks) | set(scan.durations) | {k for _, k in scan.order}
-    inferred = version_range(version_clues | (keys & set(registry.VERSION_CLUE_KEYS)))
-    if inferred is not None and "vllm_version" not in scan.facts:
-        scan.facts["vllm_version_range"], scan.facts["vllm_version_clues"] = inferred
     scan.facts.update(parallel_ranks(
         line.prefix if line.level is not None else _LEADING_TAGS.match(line.raw).group(0)
         for line in parsed))
@@ -255,6 +263,8 @@ def _clues(line: LogLine, platforms: list[str], versions: set[str]) -> None:
     """Note the platform a line names and the releases its wording and format allow."""
     if not _PLATFORM_ABSENT.search(line.text):
         platforms.extend(name for name, clue in _PLATFORM_CLUES if clue.search(line.text))
+    # a process tag names it too ("(NPURayWorkerWrapper pid=..)")
+    platforms.extend(name for name, clue in _PLATFORM_CLUES if clue.search(line.prefix))
     versions.update(name for name, clue in _VERSION_CLUE_LINES.items()
                     if clue.search(line.text))
     if line.level is not None and line.source and line.raw.split(line.source)[0][-1:] == "[":
@@ -283,15 +293,33 @@ def _engine(scan: LogScan, processes: set[str], parsed: list[LogLine]) -> str:
         # "EngineCore", "EngineCore_DP0", "Worker_TP1": the name, or the name and a suffix
         return sum(any(p == n or p.startswith(n + "_") for p in processes) for n in names)
 
-    v0 = sum(k in seen for k in registry.V0_ONLY_KEYS) + named(registry.V0_PROCESSES)
-    v1 = sum(k in seen for k in registry.V1_ONLY_KEYS) + named(registry.V1_PROCESSES)
+    headers = [line for line in parsed if line.level is not None]
+    sources = {line.source for line in headers if line.source}
+    v0 = (sum(k in seen for k in registry.V0_ONLY_KEYS) + named(registry.V0_PROCESSES)
+          + len(sources & set(registry.V0_SOURCES)))
+    v1 = (sum(k in seen for k in registry.V1_ONLY_KEYS) + named(registry.V1_PROCESSES)
+          + len(sources & set(registry.V1_SOURCES)))
+    if sources & set(registry.V0_SOURCES_BEFORE_0_11) and _before_0_11(scan, headers):
+        v0 += 1
     if v0 != v1:
         return "v0" if v0 > v1 else "v1"
-    headers = [line for line in parsed if line.level is not None]
     if headers and v0 and all(line.source and "[" not in line.raw.split(line.source)[0][-1:]
                               for line in headers):
         return "v0"
     return "v1"
+
+
+def _before_0_11(scan: LogScan, headers: list[LogLine]) -> bool:
+    """Whether the log comes from a release older than 0.11: its version line, else the
+    bracketless "file.py:123]" tag (0.7 and older) or a clue that bounds it below 0.11."""
+    version = scan.facts.get("vllm_version")
+    if version is not None:
+        return in_range(str(version), (None, "0.11"))
+    if headers and all(line.source and "[" not in line.raw.split(line.source)[0][-1:]
+                       for line in headers):
+        return True
+    upper = re.search(r"<(?P<v>[\d.]+)", str(scan.facts.get("vllm_version_range", "")))
+    return upper is not None and Version(upper["v"]) <= Version("0.11")
 
 
 def _traceback_phase(line: LogLine, after_frame: bool) -> str | None:
@@ -302,6 +330,8 @@ def _traceback_phase(line: LogLine, after_frame: bool) -> str | None:
     if frame is not None:
         if frame["func"] in _FUNCTION_PHASE:
             return _FUNCTION_PHASE[frame["func"]]
+        if _LOADER.search(frame["path"]):
+            return "model_loading"
         return "torch_compile" if _COMPILER.search(frame["path"]) else None
     if after_frame:
         call = _CALL.match(re.sub(r"^\[rank\d+\]:", "", text))

@@ -80,6 +80,12 @@ __all__ = ["LogScan", "scan_lines", "split_boots", "read_log", "read_boots", "mo
            "engine_config", "not_a_log"]
 
 _STUDY_FILENAME = re.compile(r"^output_model_(?P<name>[^_]+)")
+# A unit word vLLM never prints whole, only as the start of a longer one ("sec" of
+# "seconds", "min" of "minutes"); and "took X s" where the log's other "took" lines say
+# "seconds" (a release that prints "s" there says it on every such line).
+_CUT_UNIT = re.compile(r"(?<=\d)\s?(?:sec|second|min|minute)$")
+_CUT_S = re.compile(r"\btook\s+\d[\d.]*\s?(?P<unit>s)$")
+_TOOK_SECONDS = re.compile(r"\btook\s+\d[\d.]*\s?seconds\b")
 
 
 def _compose(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float | None],
@@ -115,7 +121,8 @@ def not_a_log(text: str) -> str | None:
             return "is JSON, not a vLLM log"
         except ValueError:
             pass
-    if not any(is_log_line(line) for line in text.splitlines()):
+    # The lines as the reader sees them: a quoted, boxed or prefixed paste is still a log.
+    if not any(is_log_line(line) for line in normalise(text)):
         return ("no line a vLLM log has (no log record, process tag, traceback or line of "
                 "vLLM's): not a vLLM log")
     return None
@@ -168,6 +175,14 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
         # Noted, still read: a paste or a script's last print often ends without a newline,
         # and a record cut mid-write reads as far as it got.
         partial = lines[-1]
+        cut = _CUT_UNIT.search(partial)
+        if cut is None and any(_TOOK_SECONDS.search(line) for line in lines[:-1]):
+            cut = _CUT_S.search(partial)
+            cut = None if cut is None else re.search(r"\s?s$", partial)
+        if cut is not None:
+            # "took 10.61 s" at the very end may be "seconds" cut short (a killed boot's
+            # file): the number stays in the partial line, not read as a time.
+            lines[-1] = partial[:cut.start()]
     boots = split_boots(lines) or [[]]
     secrets = environment_secrets()
     out = []

@@ -30,6 +30,7 @@ from harness.expectations import (
 )
 from harness.log_patterns import (
     BOOT_START_REGEX,
+    COMMAND_LINE_REGEX,
     LOG_PATTERNS,
     LOG_PROBE_PAIRS,
     PLATFORM_ABSENT,
@@ -39,10 +40,14 @@ from harness.log_patterns import (
     PROCESS_FIRST_LINES_REGEX,
     TRACEBACK_COMPILER_PATH,
     TRACEBACK_FUNCTIONS,
+    TRACEBACK_LOADER_PATH,
     V0_ONLY_KEYS,
     V0_PROCESSES,
+    V0_SOURCES,
+    V0_SOURCES_BEFORE_0_11,
     V1_ONLY_KEYS,
     V1_PROCESSES,
+    V1_SOURCES,
     VERSION_CLUE_KEYS,
     VERSION_CLUE_LINES,
     VERSION_CLUES,
@@ -64,11 +69,13 @@ from harness.probe_targets import (
 from harness.version_range import ANY_VERSION, VersionRange, in_range
 
 __all__ = [
-    "ANY_VERSION", "BOOT_START_REGEX", "COMPILE_CACHE_EXPECTATIONS", "KNOWN_DEFECTS",
+    "ANY_VERSION", "BOOT_START_REGEX", "COMMAND_LINE_REGEX", "COMPILE_CACHE_EXPECTATIONS",
+    "KNOWN_DEFECTS",
     "LOADER_CLASSES", "LOG_PATTERNS", "LOG_PROBE_PAIRS", "PLATFORM_ABSENT", "PLATFORM_CLUES",
     "PLATFORM_FROM_SOURCE", "PLATFORM_OF_PLUGIN", "PROCESS_FIRST_LINES_REGEX", "SHIMS",
-    "TRACEBACK_COMPILER_PATH", "TRACEBACK_FUNCTIONS",
-    "V0_ONLY_KEYS", "V0_PROCESSES", "V1_ONLY_KEYS", "V1_PROCESSES", "VERSION_CLUES",
+    "TRACEBACK_COMPILER_PATH", "TRACEBACK_FUNCTIONS", "TRACEBACK_LOADER_PATH",
+    "V0_ONLY_KEYS", "V0_PROCESSES", "V0_SOURCES", "V0_SOURCES_BEFORE_0_11", "V1_ONLY_KEYS",
+    "V1_PROCESSES", "V1_SOURCES", "VERSION_CLUES",
     "VERSION_CLUE_KEYS", "VERSION_CLUE_LINES", "WRAP_TARGETS",
     "CompileCacheExpectation", "KnownDefect", "LogPattern", "Shim", "Symptom", "VersionRange",
     "WrapTarget", "defines", "expected_compile_cache", "in_range", "known_defects_for",

@@ -50,6 +50,35 @@ def test_no_log_under_data_is_measured_with_zero_phases() -> None:
     assert not wrong, wrong
 
 
+def _measured_records(node, where: str):  # noqa: ANN001, ANN202
+    """Every record of a JSON document that says it is measured and carries phases."""
+    if isinstance(node, dict):
+        if node.get("state") == "measured" and isinstance(node.get("phases"), dict):
+            yield where, node["phases"]
+        for key, value in node.items():
+            yield from _measured_records(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _measured_records(value, f"{where}[{i}]")
+
+
+def test_no_result_under_data_is_measured_with_zero_phases() -> None:
+    # The recorded runs (boot, events, scaling, cross-version, merged shards): each "measured"
+    # record times at least one phase.
+    seen, wrong = 0, []
+    for path in sorted(DATA.rglob("*.json")):
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            continue
+        for where, phases in _measured_records(document, path.relative_to(DATA).as_posix()):
+            seen += 1
+            if all(v is None for v in phases.values()):
+                wrong.append(where)
+    assert seen >= 50
+    assert not wrong, wrong
+
+
 # https://github.com/vllm-project/vllm/pull/20707 (turn 14): an eager boot's end, the
 # printed total and no line timing a phase.
 INIT_TOTAL_ONLY = """
@@ -269,3 +298,26 @@ def test_model_loading_took_wins_over_its_parts() -> None:
     # 002-aiperf-v1-dated-stamps.log: both lines; the total is vLLM's own
     result = read_log(PUBLIC / "002-aiperf-v1-dated-stamps.log")
     assert result.phases["model_loading"] == pytest.approx(18.506763)
+
+
+# ---------------------------------------------------------------- not_a_log sees the reader's lines
+def test_not_a_log_reads_the_normalised_lines() -> None:
+    # The study's driver total (issue 27's text: "initialize_engine took 9.82 seconds") with
+    # the line cut by hand before its unit: only the joined line is one of vLLM's.
+    assert not_a_log("initialize_engine took 9.82\nseconds\n") is None
+    assert read_log("initialize_engine took 9.82\nseconds\n").printed_total_s == pytest.approx(9.82)
+    assert not_a_log("initialize_engine took\nthe morning off\n") is not None
+
+
+def test_a_unit_cut_short_at_the_end_is_no_time() -> None:
+    # A killed boot's file cut inside "seconds" (the property test's log, cut after "s"):
+    # its other "took" lines say "seconds", so the boot did not finish.
+    from tests.test_logs_property import GPU_0101_LOG
+
+    end = GPU_0101_LOG.index("took 10.61 s") + len("took 10.61 s")
+    assert read_log(GPU_0101_LOG[:end]).state == "failed"
+    assert read_log(GPU_0101_LOG[:end + 6]).state == "measured"  # "seconds" whole
+    # 045's release prints "took X s": its log up to that line, without a newline, reads it
+    text = (PUBLIC / "045-cpu-s390x-2026-took-s.log").read_text(encoding="utf-8")
+    end = text.index("took 62.71 s") + len("took 62.71 s")
+    assert read_log(text[:end]).printed_total_s == pytest.approx(62.71)
