@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from harness.cache_layers import CacheLayers
 from harness.span_phases import SpanPhases
 from harness.spans import SpanRecord
 
@@ -155,6 +156,11 @@ class Evidence(SparseRecord):
     compile_cache_load_failure: str | None = None  # vLLM's words for why the cache missed
     compile_cache_dir: str | None = None  # the compile cache the boot left (or its kept copy)
     compile_cache_bytes: int | None = None
+    # Each layer of retained state on its own (harness.cache_layers): the AOT artifact,
+    # vLLM's cache folder, Inductor's FX-graph cache, AOTAutograd's, Triton's, StartupPlan.
+    compile_cache_layers: CacheLayers | None = None
+    # compile_cache=relocated: the kept cache this boot's copy was made from.
+    relocated_from: str | None = None
     # The residual's parts (seconds): the gaps between phases no probe owns.
     residual_parts_s: dict[str, float] = Field(default_factory=dict)
     loader_targets: list[str] = Field(default_factory=list)  # probed loader calls that ran
