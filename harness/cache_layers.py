@@ -21,6 +21,7 @@ vLLM's log records) or from a log's lines (``observe_lines``). Imports pydantic 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -252,9 +253,16 @@ def key_factors(events: list[dict[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for ev in events:
         if ev.get("event") == "cache_key.aot_factors.result" and "env_hash" not in out:
-            found = _HASH.findall(str(ev.get("value", "")))
-            for name, value in zip(("env_hash", "config_hash", "inductor_factors"), found):
-                out[name] = value
+            # [env hash, config hash, *Inductor's factors where VLLM_USE_MEGA_AOT_ARTIFACT
+            # (its system hash, torch's key bytes)]: the last as a digest of their repr,
+            # as far as the probe kept it (1000 characters).
+            text = str(ev.get("value", ""))
+            found = list(_HASH.finditer(text))
+            for name, m in zip(("env_hash", "config_hash"), found):
+                out[name] = m.group(1)
+            rest = text[found[1].end():].strip(" ,]") if len(found) > 1 else ""
+            if rest:
+                out["inductor_factors"] = hashlib.sha256(rest.encode()).hexdigest()[:16]
         elif ev.get("event") == "cache_key.model_hash.result" and "model_hash" not in out:
             out["model_hash"] = str(ev.get("value", "")).strip("'\"")
     return out
