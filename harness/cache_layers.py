@@ -293,6 +293,16 @@ def observe_events(events: list[dict[str, Any]], *, platform: str | None,
             seen = _counter_layer(total, group, hit, miss, bypass)
             if seen is not None:
                 layers[name] = seen
+        if "inductor_fx_graph" not in layers and any(k.startswith("aot_autograd.")
+                                                     for k in total):
+            # vLLM's AOT compile bundles Inductor's output into AOTAutograd's cache entry, and
+            # torch's compile_fx then skips its FX-graph cache (use_cache requires "not
+            # bundled_autograd_cache", torch 2.13): the counters show AOTAutograd's lookups only.
+            layers["inductor_fx_graph"] = LayerObservation(
+                state="not_applicable", evidence=["torch counters: aot_autograd's only (" + ", ".join(
+                    f"{k.split('.', 1)[1]}={v}" for k, v in sorted(total.items())) + ")"],
+                reason="no FX-graph cache lookup: Inductor's output is bundled in AOTAutograd's "
+                       "cache entry (vLLM's AOT compile)")
     if compiled and "vllm_compile_cache" not in layers and aot_keys_after is not None:
         before, after = aot_keys_before or [], aot_keys_after
         added = [k for k in after if k not in before]
