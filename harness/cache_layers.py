@@ -372,8 +372,9 @@ def relocated(cache: CacheLayers, relocation: Relocation) -> CacheLayers:
             elif unknown_side:
                 obs.key_differs = ["not recorded: one side's key inputs are missing"]
         else:
-            obs.key_differs = ["Inductor's own key (torch does not report its inputs): the "
-                               "key folder vLLM computed was " + ("new" if relocation.aot_keys_added
-                                                                  else "the same")]
+            same = ("equal" if not differs else "different in " + ", ".join(differs)) \
+                if not unknown_side else "not recorded on one side"
+            obs.key_differs = [f"{name}'s own cache key (torch does not say which of its "
+                               f"inputs differed); vLLM's key inputs were {same}"]
     cache.relocation = relocation
     return cache
