@@ -72,7 +72,8 @@ def test_relocated_boot_says_per_layer_whether_it_reused_and_why_not(boots):
     where = layers.relocation
     assert where is not None and where.seen_at != where.built_at
     assert where.seen_cwd != where.built_cwd
-    assert where.built_key_factors and where.seen_key_factors
+    # AOT off: vLLM computes no AOT key, so neither side has its inputs to compare.
+    assert where.built_key_factors == where.seen_key_factors == {}
     judged = {n: o for n, o in layers.layers.items() if o.reused is not None}
     assert "inductor_fx_graph" in judged
     for name, obs in judged.items():
