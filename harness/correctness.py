@@ -236,8 +236,9 @@ def judge_compile_cache(result: BootResult, expected: CompileCacheExpectation) -
     reason = result.evidence.compile_cache_load_failure
     # "partial": a load failed but another layer hit (Inductor's FX-graph cache under a
     # failed AOT load): vLLM's reason explains it as it does a plain load failure.
-    explained = (observed in ("load_failure", "partial") and expected.observed == "hit"
-                 and bool(reason)) or _relocation_explained(result, expected)
+    load_failed = (observed in ("load_failure", "partial") and expected.observed == "hit"
+                   and bool(reason))
+    explained = load_failed or _relocation_explained(result, expected)
     failures: list[str] = []
     if observed != expected.observed and not explained:
         why = (" without vLLM saying why" if expected.observed == "hit" else "")
@@ -249,7 +250,7 @@ def judge_compile_cache(result: BootResult, expected: CompileCacheExpectation) -
         entries = known_defects_for("compile_cache_load_failure", version=result.vllm_version,
                                     platform=result.platform, cpu=machine["cpu"],
                                     gpus=machine["gpus"])
-        if explained:
+        if load_failed:
             matching = [e for e in entries if re.search(e.detail or "", reason)]
             notes = _notes("compile_cache_load_failure", matching, True,
                            f"vLLM compiled again: {reason}")
