@@ -101,3 +101,91 @@ def _layers(**states: str) -> CacheLayers:
 ])
 def test_summary_never_hides_a_layer_that_hit(states, summary):
     assert summarise(_layers(**states)) == summary
+
+
+# ------------------------------------------------------------- real CPU boots, re-read
+CPU_BOOTS = json.loads((DATA / "cache_layers" / "cpu-retained-state-boots.json").read_text())
+
+
+def _cpu_boot(compile_cache: str, aot: str):
+    return next(b for b in CPU_BOOTS["boots"] if b["compile_cache"] == compile_cache
+                and b["aot"] == aot)
+
+
+def _observe(boot):
+    from harness.cache_layers import Relocation, observe_events, relocated
+
+    before = boot["aot_cache_keys_before"] or []
+    saved = [m.group(1) for e in boot["events"] for m in [__import__("re").search(
+        r"torch_aot_compile/([0-9a-f]{64})/", e.get("msg") or "")] if m]
+    after = list(dict.fromkeys(before + saved))
+    layers = observe_events(boot["events"], platform=boot["platform"], compiled=True,
+                            aot=boot["aot"] == "1", aot_keys_before=before,
+                            aot_keys_after=after, cache_dir="/cache")
+    if boot["relocation"]:
+        # Both sides' key inputs read by this code: the building boot is the cold boot of
+        # the same configuration in the same run.
+        from harness.cache_layers import key_factors
+
+        built = key_factors(_cpu_boot("cold", boot["aot"])["events"])
+        where = Relocation.model_validate({**boot["relocation"], "built_key_factors": built,
+                                           "seen_key_factors": layers.key_factors})
+        layers = relocated(layers, where)
+    return layers
+
+
+def test_cpu_cold_boot_with_aot_saves_the_artifact_and_bundles_inductor():
+    layers = _observe(_cpu_boot("cold", "1"))
+    states = {k: v.state for k, v in layers.layers.items()}
+    assert states["aot_artifact"] == "miss" and layers.layers["aot_artifact"].actions == ["saved"]
+    assert states["vllm_compile_cache"] == "miss"  # it added its key folder
+    # vLLM's AOT compile bundles Inductor's output in AOTAutograd's entry: no FX lookup.
+    assert states["inductor_fx_graph"] == "not_applicable"
+    assert layers.layers["aot_autograd"].counts == {"autograd_cache_miss": 1,
+                                                    "autograd_cache_saved": 1}
+    assert set(layers.key_factors) == {"env_hash", "config_hash", "inductor_factors",
+                                       "model_hash"}
+    assert layers.summary == "miss"
+
+
+def test_cpu_cold_boot_without_aot_misses_inductors_fx_graph_cache():
+    layers = _observe(_cpu_boot("cold", "0"))
+    assert layers.layers["inductor_fx_graph"].counts == {"fxgraph_cache_miss": 1}
+    assert layers.layers["aot_artifact"].state == "not_applicable"
+    assert layers.layers["vllm_compile_cache"].state == "not_applicable"
+    assert layers.summary == "miss"
+
+
+def test_cpu_relocated_aot_boot_found_its_key_but_could_not_load_it():
+    layers = _observe(_cpu_boot("relocated", "1"))
+    aot = layers.layers["aot_artifact"]
+    assert aot.state == "load_failure" and aot.actions == ["load_failed", "saved"]
+    assert "finalize_loading" in aot.reason
+    assert aot.reused is False and "none of vLLM's key inputs" in aot.key_differs[0]
+    # The key folder vLLM computed at the other path is the one the copy held.
+    assert layers.layers["vllm_compile_cache"].reused is True
+    assert layers.relocation.built_key_factors == layers.relocation.seen_key_factors
+    assert layers.relocation.seen_at != layers.relocation.built_at
+    autograd = layers.layers["aot_autograd"]
+    assert autograd.reused is False and "does not say which" in autograd.key_differs[0]
+    assert layers.summary == "partial"
+
+
+def test_cpu_relocated_boot_without_aot_reused_inductor_and_aotautograd():
+    from harness.correctness import judge_compile_cache
+    from harness.registry import expected_compile_cache
+    from harness.schema import BootResult
+
+    boot = _cpu_boot("relocated", "0")
+    layers = _observe(boot)
+    for name in ("inductor_fx_graph", "aot_autograd"):
+        assert (layers.layers[name].state, layers.layers[name].reused) == ("hit", True), name
+    assert layers.summary == "hit"
+    result = BootResult(state="measured", model="smollm2-135m", platform="cpu",
+                        vllm_version="0.32.0", compile_cache="relocated",
+                        compile_cache_observed=layers.summary,
+                        evidence={"compile_cache_layers": layers.model_dump()})
+    # Every layer reused and no load-failure reason: judged without one (this raised
+    # TypeError in the real run).
+    assert judge_compile_cache(result, expected_compile_cache("0.32.0", "cpu",
+                                                              "relocated")) == []
