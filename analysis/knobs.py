@@ -62,7 +62,8 @@ class KnobEffect:
              f"p {t.p_adjusted if t.p_adjusted is not None else t.p_value:.3g}"
              + (f" after Holm over {t.family} tests" if t.family > 1 else ""))
         where = f"on {machine}" if machine else "on this run's machine"
-        note = f" ({t.note})" if t.note and t.status not in DECIDED else ""
+        note = f" ({t.note})" if t.note and t.p_value is not None and \
+            t.status not in DECIDED else ""
         return (f"{self.knob}={self.value} (vs {self.reference}), {self.context}: ready "
                 f"{t.change_s:+.1f} s" + (f" ({parts})" if parts else "")
                 + f": {t.status}, {p}, {t.n_base} vs {t.n_new} rounds{note}; {where}")
