@@ -16,7 +16,8 @@ A warm start-up can reuse state at several layers, and they hit or miss independ
 Each is a :class:`LayerObservation` (hit / miss / partial / load_failure / not_applicable /
 unknown, with the evidence it rests on); :func:`summarise` makes ``compile_cache_observed`` of
 them without hiding a layer that hit. Read from a BootResult's events (the probes' marks and
-vLLM's log records) or from a log's lines (``observe_lines``). Imports pydantic only.
+vLLM's log records) or from a log's lines (``observe_lines``). Imports no vLLM; the
+records are ``harness.evidence``'s.
 """
 
 from __future__ import annotations
@@ -24,68 +25,18 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from harness.evidence import (  # the records live with the rest of a boot's Evidence
+    CACHE_LAYERS_VERSION,
+    LAYERS,
+    CacheLayers,
+    LayerObservation,
+    Relocation,
+)
 
 __all__ = ["CACHE_LAYERS_VERSION", "LAYERS", "CacheLayers", "LayerObservation", "Relocation",
-           "observe_events", "observe_lines", "summarise"]
-
-CACHE_LAYERS_VERSION = 1
-LAYERS: tuple[str, ...] = ("aot_artifact", "vllm_compile_cache", "inductor_fx_graph",
-                           "aot_autograd", "triton_autotune", "startup_plan")
-LayerState = Literal["hit", "miss", "partial", "load_failure", "not_applicable", "unknown"]
-
-
-class LayerObservation(BaseModel):
-    """What one layer did in one boot, and what says so."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    state: LayerState
-    # The lines, counters or files the state rests on, in words ("log: Directly load ...").
-    evidence: list[str] = Field(default_factory=list)
-    # vLLM's words for a load failure or a rejected plan; why a layer does not apply.
-    reason: str | None = None
-    counts: dict[str, int] = Field(default_factory=dict)  # torch's counters, where read
-    # What vLLM said it did, in order, each once: saved, loaded, load_failed, save_failed,
-    # compiled (StartupPlan: saved, applied, rejected).
-    actions: list[str] = Field(default_factory=list)
-    # A relocated boot: whether this layer reused what the boot in the other place built,
-    # and, where not, which of the cache key's inputs differed.
-    reused: bool | None = None
-    key_differs: list[str] = Field(default_factory=list)
-
-
-class Relocation(BaseModel):
-    """A relocated boot's cache: where it was built, where this boot saw it, and the key."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    built_at: str | None = None  # the cache folder the building boot wrote
-    seen_at: str | None = None  # the copy this boot was given (another path)
-    built_cwd: str | None = None
-    seen_cwd: str | None = None
-    # vLLM's AOT key inputs on each side (env_hash, config_hash, model_hash); equal ones
-    # shared the key folder.
-    built_key_factors: dict[str, str] = Field(default_factory=dict)
-    seen_key_factors: dict[str, str] = Field(default_factory=dict)
-    aot_keys_built: list[str] = Field(default_factory=list)
-    aot_keys_added: list[str] = Field(default_factory=list)  # new key folders this boot made
-
-
-class CacheLayers(BaseModel):
-    """Every layer of one boot (``Evidence.compile_cache_layers``), versioned."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    version: int = CACHE_LAYERS_VERSION
-    layers: dict[str, LayerObservation] = Field(default_factory=dict)
-    # vLLM's AOT cache-key inputs as this boot computed them (probes): env_hash, config_hash,
-    # model_hash.
-    key_factors: dict[str, str] = Field(default_factory=dict)
-    relocation: Relocation | None = None
-    summary: str | None = None  # what compile_cache_observed says of them (summarise)
+           "observe_events", "observe_lines", "relocated", "summarise"]
 
 
 # ------------------------------------------------------------------------ the log's lines
