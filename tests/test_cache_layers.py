@@ -18,7 +18,8 @@ from harness.logs import read_log
 
 DATA = Path(__file__).parent / "data"
 PUBLIC = DATA / "logs" / "public"
-REFERENCE = Path("/work/shared/reference/vllm-startup-profiler/figures/figure-rest/iterations/1")
+# The reference study's logs, copied into the repository (tests/data/study).
+REFERENCE = DATA / "study" / "figures" / "figure-rest" / "iterations" / "1"
 
 
 def _manifest_url(name: str) -> str:
@@ -52,7 +53,6 @@ def test_gpu_aot_save_reads_as_a_miss_and_the_encoder_load_as_a_hit():
     assert loaded.layers["vllm_compile_cache"].state == "hit"
 
 
-@pytest.mark.skipif(not REFERENCE.is_dir(), reason="the reference study's logs are not here")
 def test_v0101_reference_log_reads_inductor_handle_loads_as_fx_graph_hits():
     # vLLM 0.10.1.1 on an H100 (the study's yi-6b log): DEBUG "Directly load the N-th graph
     # ... from inductor via handle" per graph, then "Directly load the compiled graph(s)".
