@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 from harness.schema import BootResult
-from harness.spec import BootSpec, cache_home
+from harness.spec import BootError, BootSpec, cache_home
 
 
 def aot_cache_keys(cache_dir: Path) -> list[str]:
@@ -51,6 +51,9 @@ def relocate_cache(spec: BootSpec, work: Path) -> Path:
     """Copy the kept cache of ``spec``'s configuration to :func:`relocated_root` (what a
     fleet does with a cache baked into an image or shared on a volume). Untimed."""
     source = primed_marker(spec).parent
+    if not source.is_dir():
+        raise BootError(f"compile_cache=relocated: no kept cache of this configuration at "
+                        f"{source} to copy (boot its cold cell first, or let the boot prime it)")
     target = relocated_root(work)
     shutil.rmtree(target, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
