@@ -83,6 +83,7 @@ from analysis.fit_select import (
     SPLIT_TOLERANCE_S,
 )
 from analysis.fit_summary import needed_run, needed_run_line, print_summary, summarize
+from analysis.knobs import knob_effects, knob_lines, machine_label
 from analysis.fit_targets import RESIDUAL
 from analysis.fit_validate import study_method_baseline
 from analysis.model import FitError
@@ -232,8 +233,12 @@ def run(args: argparse.Namespace) -> int:
     for line in fitted.left_out:  # said even with --quiet, before the fit's own lines
         print(line)
     if not fitted.fits:
-        return _summarize(fitted.boots, list(fitted.short.values()), args)
+        return _summarize(fitted.boots, list(fitted.short.values()), args,
+                          machine_label(fitted.machine))
     fits, short = fitted.fits, fitted.short
+    if not args.quiet:  # the knobs of the run, ranked, before the fit's lines
+        for line in knob_lines(knob_effects(fitted.boots), machine_label(fitted.machine)):
+            print(line)
     not_fitted = [c.line() for c in short.values()]
 
     out_dir = Path(args.out_dir)
@@ -269,11 +274,12 @@ def _nested_lomo(fits: list[GroupFit], *, forced: dict[str, str],
     return [nested_lomo(f.rows, forced=forced, outlier_alpha=outlier_alpha) for f in fits]
 
 
-def _summarize(boots: list[BootResult], short: list[ShortConfiguration], args: Any) -> int:
+def _summarize(boots: list[BootResult], short: list[ShortConfiguration], args: Any,
+               machine: str | None = None) -> int:
     """A run none of whose configurations can be fitted: what it measured, and the run a fit
     needs (``analysis.fit_summary``); no predictor is written. The first and last lines are
     said even with ``--quiet``."""
-    summary = summarize(boots)
+    summary = summarize(boots, machine)
     most = max(len(c.models) for c in short)
     print(f"nothing to fit: no configuration has the {MIN_TRAINING_MODELS} training models a "
           f"fit needs ({len(short)} configuration{'' if len(short) == 1 else 's'}, at most "

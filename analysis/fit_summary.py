@@ -25,6 +25,7 @@ from typing import Any
 from analysis.dataset import config_key, config_label
 from analysis.fit_groups import MIN_TRAINING_MODELS
 from analysis.fit_targets import RESIDUAL
+from analysis.knobs import knob_effects, knob_lines, knob_rows
 from analysis.table import SHORT
 from coldstart.cli import console_width
 from harness.schema import PHASE_NAMES, BootResult
@@ -127,8 +128,9 @@ def _effects(cells: list[_Cell], varying: list[str], columns: list[str]) -> list
     return out
 
 
-def summarize(boots: list[BootResult]) -> dict[str, Any]:
-    """The run's phases per cell, their spread and what each axis changes (module doc).
+def summarize(boots: list[BootResult], machine: str | None = None) -> dict[str, Any]:
+    """The run's phases per cell, their spread, what each axis changes (module doc) and what
+    each knob saves (``analysis.knobs``: ranked, with compare's verdicts, on ``machine``).
 
     ``boots`` are every round of every cell (``read_results(..., all_rounds=True)``); boots
     that were not measured are counted, never summarized.
@@ -162,6 +164,8 @@ def summarize(boots: list[BootResult]) -> dict[str, Any]:
         "across_rounds": across_rounds,
         "effects": _effects(cells, varying, columns),
         "not_measured": not_measured,
+        "knobs": knob_rows(knobs := knob_effects(boots)),
+        "knob_lines": knob_lines(knobs, machine),
     }
 
 
@@ -218,6 +222,11 @@ def print_summary(summary: dict[str, Any]) -> None:
     if summary["not_measured"]:
         console.print("left out (not measured): " + ", ".join(
             f"{n} {state}" for state, n in summary["not_measured"].items()))
+    if summary.get("knob_lines"):
+        console.print("what each knob saves (-) or costs (+) in time to ready, ranked, with "
+                      "compare's verdict:")
+        for line in summary["knob_lines"]:
+            console.print("  " + line, highlight=False, soft_wrap=True)
     if not summary["effects"]:
         return
     effects = Table(title="what each axis changes: the two cells' medians, A / B (B - A), s",

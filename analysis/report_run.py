@@ -19,6 +19,8 @@ from analysis.report_cells import (
     phase_median,
     varying_axes,
 )
+from analysis.dataset import info_identity
+from analysis.knobs import knob_effects, knob_rows, machine_label
 from analysis.report_page import command_facts, machine_rows, number_text, render_page
 from analysis.report_plots import (
     fig_effect,
@@ -27,6 +29,7 @@ from analysis.report_plots import (
     fig_rounds,
     fig_timeline,
 )
+from harness.document import read_cells
 from harness.evidence import WeightsFacts
 from harness.schema import PHASE_NAMES
 
@@ -118,6 +121,29 @@ def _effects(cells: list[RunCell], axes: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _knobs(doc: Any, cells: list[RunCell], order: list[str]) -> dict[str, Any]:
+    """What each knob (an engine-argument or variable axis) saves, ranked (analysis.knobs),
+    each value against the knob's first value in the run's own order (``order``: the cell
+    ids as the document holds them), as ``coldstart fit`` states it."""
+    cells = sorted(cells, key=lambda c: order.index(c.id) if c.id in order else len(order))
+    platforms = sorted({c.headline.platform for c in cells if c.headline.platform})
+    machine = machine_label(info_identity(doc.machine_info, platforms)) if doc else None
+    # A cell that failed its checks measured something else than its cell: not evidence.
+    judged = [c for c in cells if not c.checks_failed]
+    rows = knob_rows(knob_effects([r for c in judged for r in c.rounds]))
+    return {"machine": machine or "the machine of this run",
+            "left_out": [c.id for c in cells if c.checks_failed],
+            "headers": ["rank", "knob", "cells", "ready", "verdict", "p (Holm)", "rounds",
+                        "phases that moved"],
+            "rows": [[str(r["rank"]), f"{r['knob']}={r['value']} (vs {r['reference']})",
+                      r["cells"], f"{r['ready_change_s']:+.1f} s", r["verdict"],
+                      "-" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g} of "
+                      f"{r['family']}", f"{r['rounds'][0]} vs {r['rounds'][1]}",
+                      ", ".join(f"{m} {v['change_s']:+.1f} s" for m, v in
+                                r["phases_s"].items() if v["verdict"] != "no change") or "-"]
+                     for r in rows]}
+
+
 def render_run(path: str | Path) -> str:
     """The run page's HTML."""
     doc, cells = load_run(path)
@@ -138,6 +164,7 @@ def render_run(path: str | Path) -> str:
         subphases=[{"id": c.id, "state": c.state, "rows": _subphase_rows(c)} for c in cells],
         witnesses=_witnesses(cells),
         effects=_effects(cells, axes),
+        knobs=_knobs(doc, cells, [c.id for c in read_cells(path)[1]]),
         rounds_plot=fig_rounds(cells, axes),
         timelines=[{"id": c.id, "plot": fig_timeline(c.headline, c.id)
                     if c.headline.events else None} for c in cells],

@@ -25,9 +25,12 @@ from typing import Callable
 from harness import pagecache, processes
 from harness.compile_cache import (
     aot_cache_keys,
+    builder_record,
     compile_cache_dirs,
     keep_as_warm_cache,
     primed_marker,
+    relocate_cache,
+    relocated_root,
 )
 from harness.evidence import Evidence, PageCacheFacts, Priming, Settings
 from harness.interpret import LOG_TAIL_LINES, boot_identity
@@ -87,19 +90,26 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
     work.mkdir(parents=True, exist_ok=True)
     evidence = Evidence(work_dir=str(work))
 
-    if spec.compile_cache == "warm" and prime_if_needed and not primed_marker(spec).exists():
+    reuses = spec.compile_cache in ("warm", "relocated")
+    if reuses and prime_if_needed and not primed_marker(spec).exists():
         say("priming the compile cache (unmeasured boot)")
-        primer = spec.model_copy(update={"work_dir": work / "priming", "page_cache": "warm"})
+        primer = spec.model_copy(update={"work_dir": work / "priming", "page_cache": "warm",
+                                         "compile_cache": "warm"})
         primed = run_boot(primer, progress=progress, prime_if_needed=False)
         evidence.priming = Priming(state=primed.state, error=primed.error,
                                    compile_cache_observed=primed.compile_cache_observed)
         if primed.state == "measured":
             primed_marker(spec).write_text(json.dumps({"primed_by": primed.model_dump(
-                mode="json", include={"wall_s", "phases", "vllm_version"})}))
+                mode="json", include={"wall_s", "phases", "vllm_version"}),
+                **builder_record(primed, primed_marker(spec).parent)}))
 
     if spec.compile_cache == "warm":
         # What the warm boot finds: a key it adds beside them is vLLM compiling again.
         evidence.aot_cache_keys_before = aot_cache_keys(primed_marker(spec).parent)
+    elif spec.compile_cache == "relocated":
+        say("copying the kept compile cache to another path (relocated)")
+        evidence.relocated_from = str(relocate_cache(spec, work))
+        evidence.aot_cache_keys_before = aot_cache_keys(relocated_root(work))
 
     env = spec.boot_env()
     evidence.settings = Settings.model_validate(spec.settings_used())

@@ -13,14 +13,15 @@ Imports pydantic only (harness.schema imports this module, not the reverse).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from harness.span_phases import SpanPhases
 from harness.spans import SpanRecord
 
-__all__ = ["Answer", "AnswerToken", "DefectNote", "Evidence", "PageCacheFacts", "Priming",
+__all__ = ["Answer", "AnswerToken", "CacheLayers", "DefectNote", "Evidence", "LayerObservation",
+           "Relocation", "PageCacheFacts", "Priming",
            "Setting", "Settings", "SparseRecord", "WeightsFacts"]
 
 
@@ -40,6 +41,58 @@ class SparseRecord(BaseModel):
 
 
 # ------------------------------------------------------------------------ nested records
+# Each layer of retained state a boot found (harness.cache_layers reads them).
+CACHE_LAYERS_VERSION = 1
+LAYERS: tuple[str, ...] = ("aot_artifact", "vllm_compile_cache", "inductor_fx_graph",
+                           "aot_autograd", "triton_autotune", "startup_plan")
+LayerState = Literal["hit", "miss", "partial", "load_failure", "not_applicable", "unknown"]
+
+
+class LayerObservation(SparseRecord):
+    """What one layer did in one boot, and what says so."""
+
+    state: LayerState
+    # The lines, counters or files the state rests on, in words ("log: Directly load ...").
+    evidence: list[str] = Field(default_factory=list)
+    # vLLM's words for a load failure or a rejected plan; why a layer does not apply.
+    reason: str | None = None
+    counts: dict[str, int] = Field(default_factory=dict)  # torch's counters, where read
+    # What vLLM said it did, in order, each once: saved, loaded, load_failed, save_failed,
+    # compiled (StartupPlan: saved, applied, rejected).
+    actions: list[str] = Field(default_factory=list)
+    # A relocated boot: whether this layer reused what the boot in the other place built,
+    # and, where not, which of the cache key's inputs differed.
+    reused: bool | None = None
+    key_differs: list[str] = Field(default_factory=list)
+
+
+class Relocation(SparseRecord):
+    """A relocated boot's cache: where it was built, where this boot saw it, and the key."""
+
+    built_at: str | None = None  # the cache folder the building boot wrote
+    seen_at: str | None = None  # the copy this boot was given (another path)
+    built_cwd: str | None = None
+    seen_cwd: str | None = None
+    # vLLM's AOT key inputs on each side (env_hash, config_hash, model_hash); equal ones
+    # shared the key folder.
+    built_key_factors: dict[str, str] = Field(default_factory=dict)
+    seen_key_factors: dict[str, str] = Field(default_factory=dict)
+    aot_keys_built: list[str] = Field(default_factory=list)
+    aot_keys_added: list[str] = Field(default_factory=list)  # new key folders this boot made
+
+
+class CacheLayers(SparseRecord):
+    """Every layer of one boot (``Evidence.compile_cache_layers``), versioned."""
+
+    version: int = CACHE_LAYERS_VERSION
+    layers: dict[str, LayerObservation] = Field(default_factory=dict)
+    # vLLM's AOT cache-key inputs as this boot computed them (probes): env_hash, config_hash,
+    # model_hash.
+    key_factors: dict[str, str] = Field(default_factory=dict)
+    relocation: Relocation | None = None
+    summary: str | None = None  # what compile_cache_observed says of them (summarise)
+
+
 class Priming(SparseRecord):
     """The unmeasured boot that filled the compile cache for a warm cell (harness.boot)."""
 
@@ -155,6 +208,11 @@ class Evidence(SparseRecord):
     compile_cache_load_failure: str | None = None  # vLLM's words for why the cache missed
     compile_cache_dir: str | None = None  # the compile cache the boot left (or its kept copy)
     compile_cache_bytes: int | None = None
+    # Each layer of retained state on its own (harness.cache_layers): the AOT artifact,
+    # vLLM's cache folder, Inductor's FX-graph cache, AOTAutograd's, Triton's, StartupPlan.
+    compile_cache_layers: CacheLayers | None = None
+    # compile_cache=relocated: the kept cache this boot's copy was made from.
+    relocated_from: str | None = None
     # The residual's parts (seconds): the gaps between phases no probe owns.
     residual_parts_s: dict[str, float] = Field(default_factory=dict)
     loader_targets: list[str] = Field(default_factory=list)  # probed loader calls that ran

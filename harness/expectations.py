@@ -36,6 +36,10 @@ COMPILE_CACHE_EXPECTATIONS: tuple[CompileCacheExpectation, ...] = (
                             "the warm boot reuses what the cold (or priming) boot compiled"),
     CompileCacheExpectation(ANY_VERSION, ("cpu", "cuda"), "cold", "miss",
                             "fresh VLLM_CACHE_ROOT and TORCHINDUCTOR_CACHE_DIR: nothing to load"),
+    CompileCacheExpectation(ANY_VERSION, ("cpu", "cuda"), "relocated", "hit",
+                            "the cache a boot built, seen at another path, VLLM_CACHE_ROOT and "
+                            "working directory, is reused; a layer that is not must say why "
+                            "(the key input that differed, or vLLM's load-failure reason)"),
     CompileCacheExpectation(ANY_VERSION, ("cpu", "cuda"), "off", "disabled",
                             "enforce_eager: nothing is compiled"),
 )

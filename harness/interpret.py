@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import processes
+from harness.cache_layers import CacheLayers, Relocation, observe_events, relocated
+from harness.compile_cache import aot_cache_keys, builder_facts
 from harness.evidence import Answer, Evidence, WeightsFacts
 from harness.registry import shims_for
 from harness.schema import (
@@ -85,6 +87,11 @@ def interpret_boot(prepared: Prepared, seen: ProcessOutcome) -> BootResult:
                                                  "dtype": engine_kwargs.get("dtype")})
     _record_evidence(prepared, child, tl, cut, scan, engine_kwargs, compile_enabled)
     events_out = timeline_events(tl)
+    try:
+        evidence.compile_cache_layers = _cache_layers(prepared, events_out, platform,
+                                                      compile_enabled)
+    except Exception as exc:  # the boot's times are not lost to a reading of its caches
+        evidence.probe_problems.append(f"cache layers not read: {type(exc).__name__}: {exc}")
 
     result = BootResult(
         state="measured" if measured else "failed",
@@ -95,7 +102,8 @@ def interpret_boot(prepared: Prepared, seen: ProcessOutcome) -> BootResult:
         ready_s=(ready - seen.t0) / 1e9 if ready else None,
         ttft_s=(first_token - ready) / 1e9 if (first_token and ready) else None,
         response_text=answer,
-        compile_cache_observed=_compile_cache_observed(tl, spec, scan),
+        compile_cache_observed=_compile_cache_observed(tl, spec, scan,
+                                                       evidence.compile_cache_layers),
         log_durations={k: float(v) for k, v in scan.durations.items()} if scan else {},
         events=events_out,
         shims=child.get("shims", []) + sorted({
@@ -276,9 +284,36 @@ def error_naming_deaths(error: str | None, deaths: list[ProcessDeath]) -> str | 
     return f"{killed.describe()}; then: {error}" if error else killed.describe()
 
 
-def _compile_cache_observed(tl: Timeline, spec: BootSpec, scan: Any) -> str:
+def _cache_layers(prepared: Prepared, events: list[dict[str, Any]], platform: str | None,
+                  compiled: bool) -> CacheLayers:
+    """Each cache layer of the boot on its own (harness.cache_layers); a relocated boot's
+    held against what the boot that built its cache recorded."""
+    spec, work = prepared.spec, prepared.work
+    root = Path(prepared.env["VLLM_CACHE_ROOT"]).parent
+    aot = {"0": False, "1": True}.get(prepared.env.get("VLLM_USE_AOT_COMPILE", "").strip())
+    before = prepared.evidence.aot_cache_keys_before
+    after = aot_cache_keys(root) if root.is_dir() else None
+    layers = observe_events(events, platform=platform, compiled=compiled, aot=aot,
+                            aot_keys_before=before if before is not None else [],
+                            aot_keys_after=after, cache_dir=str(root))
+    if spec.compile_cache == "relocated":
+        built = builder_facts(spec)
+        layers = relocated(layers, Relocation(
+            built_at=built.get("built_at"), seen_at=str(root), built_cwd=built.get("built_cwd"),
+            seen_cwd=str(work), built_key_factors=built.get("key_factors") or {},
+            seen_key_factors=dict(layers.key_factors), aot_keys_built=built.get("aot_keys") or [],
+            aot_keys_added=[k for k in (after or []) if k not in (before or [])]))
+    return layers
+
+
+def _compile_cache_observed(tl: Timeline, spec: BootSpec, scan: Any,
+                            layers: CacheLayers | None = None) -> str:
     if spec.compile_cache == "off":
         return "disabled"
+    if layers is not None and layers.summary not in (None, "unknown", "not_applicable"):
+        # Every layer on its own: a warm boot whose AOT artifact failed to load while
+        # Inductor's FX-graph cache hit is "partial", not a miss.
+        return layers.summary
     loads = tl.ends.get("torch_compile.compiled_graph_load", [])
     if any(r.get("ok") and not r.get("none") for r in loads):
         return "hit"

@@ -61,7 +61,9 @@ import re
 from pathlib import Path
 
 from harness import schema
+from harness.cache_layers import observe_lines
 from harness.evidence import Evidence
+from harness.log_facts import compile_disabled
 from harness.log_compose import (
     compose_v1,
     no_phase_reason,
@@ -238,6 +240,11 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
         unread=scan.unread, truncated=scan.truncated)
     if partial is not None:
         evidence.partial_last_line = partial
+    # Each cache layer on its own (harness.cache_layers): the AOT artifact, the piecewise
+    # graphs, the StartupPlan, as the lines say.
+    eager = facts.get("enforce_eager") is True or compile_disabled(facts)
+    evidence.compile_cache_layers = observe_lines(lines, platform=platform,
+                                                  compiled=False if eager else None)
     total, words = printed_total(scan)
     return schema.BootResult(
         state=state, model=name, model_path=model_path, source="log", source_path=source_path,

@@ -35,11 +35,14 @@ class WrapTarget:
     kind: Literal["call", "context"] = "call"
     # Record the process's /proc/self/io counters at entry and exit (bytes really read).
     io: bool = False
+    # Record the call's return value (its repr, cut at 1000 characters) as a mark
+    # ``<event>.result``: for small values worth keeping, such as vLLM's cache-key inputs.
+    record: bool = False
     why: str = ""
 
     def to_probe(self) -> dict[str, str | bool]:
         return {"module": self.module, "attr": self.attr, "event": self.event, "kind": self.kind,
-                "io": self.io}
+                "io": self.io, "record": self.record}
 
 
 _V032: VersionRange = ("0.12", None)  # the V1-engine layout with spawned workers and AOT compile
@@ -117,6 +120,14 @@ WRAP_TARGETS: tuple[WrapTarget, ...] = (
     WrapTarget("vllm.compilation.backends", "CompilerManager.load",
                "torch_compile.compiled_graph_load", _V032, platforms=("cuda",),
                why="mode 3 piecewise graphs loaded from the cache"),
+    # -- the AOT cache key's inputs (decorators.py: sha256 of these factors plus the model's
+    #    forward hash names the torch_aot_compile/<hash> folder): what a relocated cache is
+    #    held against (harness.cache_layers).
+    WrapTarget("vllm.compilation.caching", "aot_compile_hash_factors", "cache_key.aot_factors",
+               _V032, record=True,
+               why="[env hash (envs.compile_factors), vllm_config.compute_hash()]"),
+    WrapTarget("vllm.compilation.decorators", "_model_hash_key", "cache_key.model_hash",
+               _V032, record=True, why="the hash of the model's forward code"),
     WrapTarget("torch._inductor.compile_fx", "compile_fx", "torch_compile.inductor_compile",
                why="stock Inductor entry point (AOTAutograd + Inductor); Dynamo calls it"),
     # -- KV-cache profiling: the EngineCore window; compile and capture inside it are

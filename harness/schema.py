@@ -105,11 +105,15 @@ SUBPHASE_NAMES: tuple[str, ...] = tuple(f"{p.name}.{s}" for p in PHASES for s in
 
 State = Literal["measured", "failed", "skipped"]
 # What the boot observed of the compile cache, not what was asked for.
-CompileCacheObserved = Literal["hit", "miss", "load_failure", "disabled", "not_applicable", "unknown"]
+# "partial": some layers hit and others did not (harness.cache_layers.summarise).
+CompileCacheObserved = Literal["hit", "miss", "partial", "load_failure", "disabled",
+                               "not_applicable", "unknown"]
 
 # Values of the matrix axes. Named once here so the harness, the benchmarks and the CLI agree.
 LOADERS: tuple[str, ...] = ("safetensors", "runai_streamer", "tensorizer")
-COMPILE_CACHE_MODES: tuple[str, ...] = ("cold", "warm", "off")
+# relocated: the warm cache copied to another path, seen through another VLLM_CACHE_ROOT and
+# working directory (harness.compile_cache.relocate_cache): what a fleet's pods do.
+COMPILE_CACHE_MODES: tuple[str, ...] = ("cold", "warm", "off", "relocated")
 PAGE_CACHE_MODES: tuple[str, ...] = ("warm", "evicted")
 ENTRYPOINTS: tuple[str, ...] = ("offline", "serve")
 

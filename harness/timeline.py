@@ -180,7 +180,7 @@ class Timeline:
 
 
 # Fields of a mark record kept in a BootResult's events besides its time and process.
-_MARK_FIELDS = ("target", "argv", "ppid", "error")
+_MARK_FIELDS = ("target", "argv", "ppid", "error", "value", "counters")
 
 
 def timeline_events(tl: Timeline) -> list[dict[str, Any]]:

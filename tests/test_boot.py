@@ -281,8 +281,10 @@ def test_compile_cache_cold_vs_warm(cold_boot, warm_boot):
     expected = expected_compile_cache(warm_boot.vllm_version, warm_boot.platform, "warm")
     # The warm boot reused what the cold one built, or said why not (recorded, not failed).
     assert judge_compile_cache(warm_boot, expected) == []
-    assert warm_boot.compile_cache_observed in ("hit", "load_failure")
-    if warm_boot.compile_cache_observed == "load_failure":
+    # "partial": the AOT artifact failed to load while Inductor's FX-graph cache hit
+    # (harness.cache_layers): a layer that hit is not hidden behind the load failure.
+    assert warm_boot.compile_cache_observed in ("hit", "partial", "load_failure")
+    if warm_boot.compile_cache_observed in ("partial", "load_failure"):
         notes = [n for n in warm_boot.evidence.known_defects
                  if n.symptom == "compile_cache_load_failure"]
         assert notes and all(n.seen for n in notes), notes

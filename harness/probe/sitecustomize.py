@@ -95,7 +95,27 @@ def _install(recorder, targets):
         except Exception:
             return None
 
-    def timed_call(fn, event, target, io=False):
+    last_counters = {}
+
+    def cache_counters():
+        # Torch's own cache counters (Inductor's FX-graph cache, AOTAutograd's cache), as they
+        # stand when a probed call ends, where torch's compiler is loaded in this process:
+        # written only when they changed, so a process that compiles nothing writes none.
+        utils = sys.modules.get("torch._dynamo.utils")
+        counters = getattr(utils, "counters", None)
+        if counters is None:
+            return
+        try:
+            now = {f"{group}.{name}": int(n) for group in ("inductor", "aot_autograd")
+                   for name, n in dict(counters.get(group) or {}).items()
+                   if "cache" in name}
+        except Exception:
+            return
+        if now and now != last_counters.get("v"):
+            last_counters["v"] = now
+            emit("torch.cache_counters", "mark", "torch._dynamo.utils:counters", counters=now)
+
+    def timed_call(fn, event, target, io=False, record=False):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             extra = {"io": io_counters()} if io else {}
@@ -105,9 +125,13 @@ def _install(recorder, targets):
             except BaseException as exc:
                 emit(event, "end", target, ok=False, error=f"{type(exc).__name__}: {exc}"[:500],
                      **({"io": io_counters()} if io else {}))
+                cache_counters()
                 raise
             emit(event, "end", target, ok=True, none=result is None,
                  **({"io": io_counters()} if io else {}))
+            if record:  # a small value worth keeping (vLLM's cache-key inputs)
+                emit(event + ".result", "mark", target, value=repr(result)[:1000])
+            cache_counters()
             return result
 
         return wrapper
@@ -126,8 +150,9 @@ def _install(recorder, targets):
             finally:
                 emit(self._event, "end", self._target, ok=exc_type is None,
                      error=None if exc_type is None else f"{exc_type.__name__}: {exc}"[:500])
+                cache_counters()
 
-    def timed_context(fn, event, target, io=False):
+    def timed_context(fn, event, target, io=False, record=False):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             return _TimedContext(fn(*args, **kwargs), event, target)
@@ -150,13 +175,13 @@ def _install(recorder, targets):
         if raw is None:
             emit("probe.missing", "mark", target)
             return
-        io = bool(spec.get("io"))
+        io, record = bool(spec.get("io")), bool(spec.get("record"))
         if isinstance(raw, staticmethod):
-            new = staticmethod(make(raw.__func__, event, target, io))
+            new = staticmethod(make(raw.__func__, event, target, io, record))
         elif isinstance(raw, classmethod):
-            new = classmethod(make(raw.__func__, event, target, io))
+            new = classmethod(make(raw.__func__, event, target, io, record))
         else:
-            new = make(raw, event, target, io)
+            new = make(raw, event, target, io, record)
         setattr(owner, name, new)
 
     by_module = {}

