@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import timezone
 from typing import Any
 
 from analysis.fit_groups import GroupFit
 from analysis.predictor_file import PredictorFile
 from analysis.storage import training_bandwidth
+from harness.dates import written_at
 from harness.schema import SCHEMA_VERSION
 
 __all__ = ["PREDICTOR_SCHEMA_VERSION", "predictor_document", "summary_json"]
@@ -37,7 +38,7 @@ def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0
     doc = {
         "predictor_schema_version": PREDICTOR_SCHEMA_VERSION,
         "result_schema_version": SCHEMA_VERSION,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": written_at().astimezone(timezone.utc).isoformat(timespec="seconds"),
         "inputs": inputs,
         # The machine the seconds were measured on (what the inputs say of it): the lines
         # predict that machine only.

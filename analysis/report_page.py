@@ -9,12 +9,12 @@ by jinja2's autoescape.
 from __future__ import annotations
 
 import math
-import time
 from typing import Any
 
 import jinja2
 
 from analysis.report_cells import RunCell
+from harness.dates import written_at
 from harness.document import RunDocument, recorded_facts
 
 __all__ = ["CSP", "command_facts", "machine_rows", "number_text", "render_page"]
@@ -37,7 +37,7 @@ _ENV = jinja2.Environment(
 def render_page(template: str, **context: Any) -> str:
     """A whole page from ``template``, with the policy and the time it was written."""
     return _ENV.get_template(template).render(
-        csp=CSP, written_at=time.strftime("%Y-%m-%d %H:%M:%S %z"), **context)
+        csp=CSP, written_at=written_at().strftime("%Y-%m-%d %H:%M:%S %z"), **context)
 
 
 def number_text(value: float | None, fmt: str = "{:.2f}") -> str:

@@ -21,7 +21,7 @@ import shlex
 import sys
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import timezone
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
 from coldstart.cli import InputError, run_program
+from harness.dates import written_at
 
 __all__ = ["RECIPES", "Recipe", "REPO_ROOT", "build_document", "build_all", "undated",
            "same_fit", "add_arguments", "run", "main"]
@@ -135,7 +136,7 @@ def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
                                recipe.features) if p],
         "machine": doc.get("machine", {}),
         "vllm_version": sorted({g["key"].get("vllm_version") for g in doc["groups"]}),
-        "fitted": datetime.now(timezone.utc).date().isoformat(),
+        "fitted": written_at().astimezone(timezone.utc).date().isoformat(),
         "command": recipe.command(),
         "generator": "python -m analysis.predictors build",
         # The held-out models' errors: what the fit's test holds to the study's bounds.
