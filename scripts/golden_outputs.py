@@ -16,8 +16,9 @@ status are kept beside its files: a verdict or a message that changes shows too.
 The outputs are made reproducible, not edited: ``SOURCE_DATE_EPOCH`` pins the stamps that say
 when a page or a predictor was written (``harness.dates``), ``TZ=UTC`` the zone they print,
 matplotlib's ``svg.hashsalt`` the ids in the inlined SVG figures, ``PYTHONHASHSEED`` set
-orders. One field is blanked afterwards because its program reads the clock directly: the
-merged run's ``datetime`` / ``written_at`` (analysis.merge).
+orders. Two things are rewritten afterwards: this run's output folder, wherever a file names
+it (as ``OUT``), and what the merged run takes from the clock directly (analysis.merge: its
+``datetime`` and ``written_at``, and the date in each cell's ``fullfunc``), as ``CLOCK``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -90,6 +92,7 @@ PREDICTORS = ("import sys; from pathlib import Path; "
               "from analysis.predictors.build import build_all; "
               "build_all(Path(sys.argv[1]))")
 CLOCK_FIELDS = ("datetime", "written_at")
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}")
 
 
 def environment(tmp: Path) -> dict[str, str]:
@@ -110,21 +113,35 @@ def run(name: str, argv: list[str], out: Path, env: dict[str, str]) -> None:
     done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     # Paths of this run's folder would differ between two runs: written as OUT.
     for stream, text in (("stdout", done.stdout), ("stderr", done.stderr)):
-        (folder / stream).write_text(text.replace(str(out), "OUT"))
+        (folder / stream).write_text(text)
     (folder / "exit").write_text(f"{done.returncode}\n")
     print(f"{name}: exit {done.returncode} ({time.monotonic() - started:.0f} s)",
           file=sys.stderr)
 
 
+def unplaced(out: Path) -> None:
+    """This run's folder, wherever a text file names it, as OUT."""
+    for path in out.rglob("*"):
+        if path.is_file():
+            try:
+                text = path.read_text()
+            except UnicodeDecodeError:
+                continue  # a figure
+            if str(out) in text:
+                path.write_text(text.replace(str(out), "OUT"))
+
+
 def unclocked(path: Path) -> None:
-    """Blank the fields a program writes from the clock itself (see the module's docstring)."""
+    """Blank what a program writes from the clock itself (see the module's docstring)."""
     doc = json.loads(path.read_text())
 
-    def blank(node):
+    def blank(node, key=None):
+        if isinstance(node, str) and key == "fullfunc":
+            return STAMP.sub("CLOCK", node)
         if isinstance(node, dict):
-            return {k: ("CLOCK" if k in CLOCK_FIELDS else blank(v)) for k, v in node.items()}
+            return {k: ("CLOCK" if k in CLOCK_FIELDS else blank(v, k)) for k, v in node.items()}
         if isinstance(node, list):
-            return [blank(v) for v in node]
+            return [blank(v, key) for v in node]
         return node
 
     path.write_text(json.dumps(blank(doc), indent=2, sort_keys=True) + "\n")
@@ -146,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                 run(name, [sys.executable, "-m", "coldstart", *verb_argv], out, env)
         if not args.only or "predictors" in args.only:
             run("predictors", [sys.executable, "-c", PREDICTORS, "{out}"], out, env)
+    unplaced(out)
     merged = out / "merge-shards" / "merged.json"
     if merged.is_file():
         unclocked(merged)
