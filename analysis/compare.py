@@ -75,45 +75,24 @@ from pathlib import Path
 from typing import Any
 
 from analysis.changes import (
-    EXACT_MAX_ARRANGEMENTS,
     FAILING,
     INCONCLUSIVE,
-    MISSING,
-    POSSIBLE,
     CellChange,
     DetailChange,
     compare_results,
     detail_changes,
-    failing_changes,
-    metric_change,
-    min_two_sided_p,
     where_changes_went,
 )
 from analysis.dataset import cell_identities, machine_differences, machine_identity
-from analysis.metrics import (
-    CELL_FIELDS,
-    NO_SUBPHASE,
-    OVERLAP_TOLERANCE_S,
-    OVERLAPPING_SUBPHASES,
-    RESIDUAL,
-    TOTAL,
-    cell_of_boot,
-    median_of_rounds,
-    metric_values,
-)
-from coldstart.cli import InputError, check_output, console_width, progress_name, run_program
-from analysis.verdict import EXIT_INCONCLUSIVE, Verdict, gate_command, judge, verdict_lines
+from analysis.metrics import cell_of_boot
+from coldstart.cli import check_output, console_width, progress_name, run_program
+from coldstart.errors import InputError
+from analysis.verdict import Verdict, gate_command, judge, verdict_lines
 from harness.document import RunDocument, cell_axes, read_cells
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
-# The verdicts live in analysis.changes, a metric's round values in analysis.metrics: every
-# name stays importable from here.
-__all__ = ["CELL_FIELDS", "EXACT_MAX_ARRANGEMENTS", "FAILING", "MISSING", "NO_SUBPHASE",
-           "OVERLAPPING_SUBPHASES", "OVERLAP_TOLERANCE_S", "POSSIBLE", "RESIDUAL", "TOTAL",
-           "CellChange", "Comparison", "DetailChange", "Prepared", "cell_of_boot", "decide",
-           "cell_overlap", "compare_results", "detail_changes", "failing_changes", "main",
-           "median_of_rounds", "metric_change", "metric_values", "min_two_sided_p", "prepare",
-           "vllm_versions", "where_changes_went"]
+# The verdicts live in analysis.changes, a metric's round values in analysis.metrics.
+__all__ = ["Comparison", "Prepared", "decide", "cell_overlap", "main", "prepare", "vllm_versions"]
 
 
 def vllm_versions(doc: RunDocument | None, boots: list[BootResult]) -> str:

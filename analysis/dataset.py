@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from analysis.errors import FeatureError
-from analysis.feature_model import ModelFeatures
-from analysis.model_folder import boot_features
+from analysis.features.model_features import ModelFeatures
+from analysis.features.model_folder import boot_features
 from analysis.storage import row_load_bandwidth
 from harness.document import RunCell, RunDocument, boot_of, read_cells, recorded_facts
 from harness.schema import PHASE_NAMES, BootResult, gpu_models

@@ -3,7 +3,7 @@ them (``coldstart.cli.run_cli`` catches every ``UserError``)."""
 
 from __future__ import annotations
 
-from coldstart.cli import UserError
+from coldstart.errors import UserError
 
 __all__ = ["FeatureError"]
 

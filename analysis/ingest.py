@@ -30,9 +30,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from coldstart.cli import InputError, check_output, run_program, unreadable
+from coldstart.cli import check_output, run_program, unreadable
+from coldstart.errors import InputError
 from harness.document import write_run
-from harness.logs import not_a_log, read_boots
+from harness.logs.reader import not_a_log, read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document
 
 
@@ -78,8 +79,8 @@ def _file(result: BootResult, kind: str, params: dict[str, str], entries: list,
 
 def ingest_spans(paths: list[Path]) -> dict:
     """Exported traces (OTLP JSON, Jaeger JSON) into one result document: a boot per trace
-    with a start-up span (``harness.span_boots``), its phases those the spans witness."""
-    from harness.span_boots import span_boots
+    with a start-up span (``harness.spans.boots``), its phases those the spans witness."""
+    from harness.spans.boots import span_boots
 
     entries, unrecorded = [], []
     for i, path in enumerate(paths, 1):

@@ -53,22 +53,20 @@ from typing import Any
 
 from analysis.dataset import MERGED_KEY, group_machines, info_identity
 from analysis.shards import (
-    CELL_AXES,
     CELLS_LOG_SUFFIX,
     MergeError,
     Shard,
     ShardCell,
     raw_schema_versions,
     read_shard,
-    stamp_epoch,
 )
-from coldstart.cli import InputError, UsageError, check_output, progress_name, run_program
+from coldstart.cli import check_output, progress_name, run_program
+from coldstart.errors import InputError, UsageError
 from harness.document import AXIS_OPTIONS, read_run, write_run
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs
 
-# Reading a shard is analysis.shards'; its names stay importable from here.
-__all__ = ["CELL_AXES", "CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "main",
-           "merge", "raw_schema_versions", "read_shard", "stamp_epoch"]
+# Reading a shard is analysis.shards'.
+__all__ = ["main", "merge"]
 
 
 def _identity(cell: ShardCell) -> dict[str, Any]:
@@ -322,7 +320,7 @@ def _expected(args: argparse.Namespace) -> list[str] | None:
         if narrowed:
             raise UsageError(f"--{narrowed[0]} narrows --matrix: give --matrix too")
         return None
-    from benchmarks.matrix import select, split_values
+    from benchmarks.matrix.plan import select, split_values
 
     try:
         return [c.id for c in select(args.matrix, **{

@@ -16,7 +16,7 @@ one set of phase models per configuration; the options choose one when it holds 
 
 Each phase's interval is the OLS prediction interval of a new observation; the total's adds
 the phases' variances (phases taken as independent) with Welch-Satterthwaite degrees of
-freedom (see ``analysis.model``). Only numpy and scipy are needed.
+freedom (see ``analysis.regression``). Only numpy and scipy are needed.
 """
 
 from __future__ import annotations
@@ -32,16 +32,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from analysis.dataset import CONFIG_FIELDS, config_label
-from analysis.feature_files import like_training
-from analysis.features import (
-    TORCH_DTYPE_BYTES,
-    ModelFeatures,
-    feature_parts,
-    feature_value,
-    load_features,
-    trait_kind,
-)
-from analysis.model import PhaseModel, Prediction, combine_predictions
+from analysis.features.sources import like_training, load_features
+from analysis.features.hf_config import TORCH_DTYPE_BYTES
+from analysis.features.model_features import ModelFeatures, feature_parts, feature_value, trait_kind
+from analysis.regression import PhaseModel, Prediction, combine_predictions
 from analysis.predictor_file import load_predictor
 from analysis.predictors import (
     describe_calibration,
@@ -51,7 +45,8 @@ from analysis.predictors import (
     shipped_names,
 )
 from analysis.storage import predicted_storage, uses_load_bandwidth, with_load_bandwidth
-from coldstart.cli import InputError, UsageError, check_output, console_width, run_program
+from coldstart.cli import check_output, console_width, run_program
+from coldstart.errors import InputError, UsageError
 from harness.schema import validation_summary
 
 __all__ = ["predict_features", "split_phases", "choose_group",

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from analysis.feature_model import ModelFeatures, feature_parts
-from analysis.model import PhaseModel
+from analysis.features.model_features import ModelFeatures, feature_parts
+from analysis.regression import PhaseModel
 from harness.schema import SchemaError, read_json, validation_summary
 
 __all__ = ["PredictorFile", "PredictorGroup", "SUPPORTED_PREDICTOR_VERSIONS",
@@ -42,7 +42,7 @@ class PredictorGroup(BaseModel):
     load_bandwidth: dict[str, float] | None = None  # analysis.storage.training_bandwidth
     # How the training models' measured-or-estimated features were made, where that has more
     # than one way ({"compiled_graph_bytes": "estimated" | "index" | "all_files" | "study" |
-    # "mixed"}): a model predicted gets the same (analysis.feature_files.like_training).
+    # "mixed"}): a model predicted gets the same (analysis.features.sources.like_training).
     feature_methods: dict[str, str] | None = None
 
 

@@ -20,7 +20,6 @@ from typing import Any
 
 from coldstart.cli import unreadable
 from harness.document import (
-    CELL_AXES,
     CellInfo,
     RunDocument,
     UnrecordedCell,
@@ -42,8 +41,8 @@ from harness.schema import (
     read_json,
 )
 
-__all__ = ["CELL_AXES", "CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell",
-           "raw_schema_versions", "read_shard", "stamp_epoch"]
+__all__ = ["CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "raw_schema_versions",
+           "read_shard", "stamp_epoch"]
 
 CELLS_LOG_SUFFIX = ".jsonl"
 

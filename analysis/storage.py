@@ -7,7 +7,7 @@ files were cached, at 7.9 GB/s. A line on the weight bytes alone takes a cached 
 architecture effect (granite4.0-h-32b: 143 s predicted, 28.6 s measured). So a boot carries
 its measured load bandwidth (``ModelFeatures.load_bandwidth``, bytes per second), and the
 fit may choose the feature ``weight_bytes_over_load_bandwidth``: the seconds the weights take
-at that bandwidth (``analysis.fit_select.CANDIDATE_FEATURES``).
+at that bandwidth (``analysis.fit.selection.CANDIDATE_FEATURES``).
 
 Where the bandwidth of a boot comes from:
 
@@ -28,8 +28,8 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from analysis.feature_model import ModelFeatures, feature_parts
-from coldstart.cli import InputError
+from analysis.features.model_features import ModelFeatures, feature_parts
+from coldstart.errors import InputError
 
 __all__ = ["LOAD_BANDWIDTH_FEATURE", "boot_load_bandwidth", "predicted_storage",
            "row_load_bandwidth", "training_bandwidth", "uses_load_bandwidth",

@@ -10,7 +10,7 @@ module turns them into ``BootResult`` records and ``ModelFeatures``:
         -o study.json --features-out study_features.json
 
 The study's columns map onto our six phases through the log reader's mapping
-(``harness.study.STUDY_PHASE_MAP``; ``STUDY_PHASE_COLUMNS`` here is derived from it):
+(``harness.study_columns.STUDY_PHASE_MAP``; ``STUDY_PHASE_COLUMNS`` here is derived from it):
 
 - framework_bootstrap = detect_platform + llm_imports + get_model_info + worker_init
 - tokenizer_init = tokenizer_init
@@ -42,11 +42,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from analysis.errors import FeatureError
-from analysis.feature_model import ModelFeatures
-from analysis.study_features import study_entry_features
+from analysis.features.model_features import ModelFeatures
+from analysis.features.study_models import study_entry_features
 from coldstart.cli import check_output, run_program
 from harness.document import write_run
-from harness.logs import read_log
+from harness.logs.reader import read_log
 from harness.schema import (
     PHASE_NAMES,
     SUBPHASE_NAMES,
@@ -55,25 +55,15 @@ from harness.schema import (
     benchmark_entry,
     new_document,
 )
-from harness.study import STUDY_PHASE_MAP, is_study_file, load_comparison
+from harness.study_columns import STUDY_PHASE_MAP, load_comparison
 
-__all__ = [
-    "STUDY_HOLDOUT",
-    "STUDY_PHASE_COLUMNS",
-    "STUDY_REPORTED",
-    "STUDY_NODES",
-    "StudyData",
-    "is_study_file",
-    "read_study",
-    "study_document",
-    "study_model_name",
-    "study_node",
-]
+__all__ = ["STUDY_HOLDOUT", "STUDY_PHASE_COLUMNS", "STUDY_REPORTED", "STUDY_NODES", "StudyData",
+           "read_study", "study_document", "study_model_name", "study_node"]
 
 def _derive_phase_columns() -> dict[str, tuple[str, ...]]:
     """Our phase (or phase.subphase) -> the study's columns summed into it.
 
-    Derived from ``harness.study.STUDY_PHASE_MAP`` (the log reader's mapping, the one source):
+    Derived from ``harness.study_columns.STUDY_PHASE_MAP`` (the log reader's mapping, the one source):
     a column whose ``ours`` is exactly a phase or subphase name (optionally followed by a
     parenthesised explanation) is that phase; ``part of X (...)`` adds the column to phase X;
     a phase without a column of its own is the sum of its subphases' columns. Columns that are

@@ -37,7 +37,8 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from coldstart.cli import UserError, run_program
+from coldstart.cli import run_program
+from coldstart.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP = REPO_ROOT / "scripts" / "bootstrap.sh"
@@ -97,7 +98,7 @@ def default_package() -> str:
 
 
 def envs_home() -> Path:
-    from harness.boot import cache_home
+    from harness.spec import cache_home
 
     return cache_home() / "envs"
 

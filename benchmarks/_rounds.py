@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._envs import REPO_ROOT, Release, checkout_env
-from benchmarks.matrix import Cell
+from benchmarks.matrix.plan import Cell
 from harness.document import (
     AXIS_OPTIONS,
     RunDocument,

@@ -61,7 +61,7 @@ def cell_budgets(matrix_budgets: dict[str, float], model_budgets: dict[str, floa
 def read_baseline(path: Path) -> dict[str, Any]:
     """A saved run's measured cells by cell id (the median round of each), and its name.
     A ValueError (one line) when it cannot be read."""
-    from benchmarks.matrix import cell_from_params
+    from benchmarks.matrix.plan import cell_from_params
     from harness.document import read_run
     from harness.schema import SchemaError
 

@@ -12,7 +12,7 @@ first alone. Two boots tell each line's intercept and slope apart (a machine may
 one speed and compile each layer at another); one scales every line by one ratio. They boot
 in the predictor's configuration (loader, compile cache, page cache, entrypoint), each with a
 cold compile cache in a private cache home as the fitted run's cells had. The scaling itself
-is ``analysis.calibrate``; the calibrated file records both machines and every ratio.
+is ``analysis.predictor_scale``; the calibrated file records both machines and every ratio.
 """
 
 from __future__ import annotations
@@ -23,13 +23,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from analysis.calibrate import calibrate_predictor
+from analysis.predictor_scale import calibrate_predictor
 from analysis.dataset import CONFIG_FIELDS, info_identity
-from analysis.features import boot_features
+from analysis.features.model_folder import boot_features
 from analysis.predict import choose_group
 from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictors import describe_calibration, resolve_fit
-from coldstart.cli import InputError, check_output, run_program
+from coldstart.cli import check_output, run_program
+from coldstart.errors import InputError
 
 __all__ = ["this_machine", "reference_models", "run_calibration", "main"]
 
@@ -49,7 +50,7 @@ def this_machine() -> dict[str, Any]:
 def _fixture_params(name: str) -> int:
     """A training fixture's parameter count from its architecture's config (no weights
     built): what tells the largest training model apart."""
-    from analysis.hf_config import architecture_of, formula_params
+    from analysis.features.hf_config import architecture_of, formula_params
     from fixtures.catalog import ARCHITECTURES, CATALOG
 
     fixture = CATALOG[name]
@@ -99,7 +100,8 @@ def _boot_reference(group: dict[str, Any], model: str, timeout_s: float, work: P
     import os
 
     from fixtures.build import ensure_model
-    from harness.boot import BootSpec, run_boot
+    from harness.boot import run_boot
+    from harness.spec import BootSpec
 
     key = group["key"]
     spec = BootSpec(model=model, model_path=ensure_model(model), work_dir=work / "boot",
@@ -132,7 +134,7 @@ def run_calibration(doc: dict[str, Any], group: dict[str, Any], models: list[str
                     timeout_s: float, work: Path) -> dict[str, Any]:
     """Boot each of ``models`` (one or two, ``reference_models``) as ``group``'s
     configuration and return the calibrated document."""
-    from harness.boot import installed_vllm_version
+    from harness.spec import installed_vllm_version
 
     key = group["key"]
     if key.get("vllm_version") and installed_vllm_version() != key["vllm_version"]:

@@ -15,9 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.matrix import AXES, select, split_values
+from benchmarks.matrix.plan import AXES, select, split_values
 from analysis.verdict import EXIT_INCONCLUSIVE
-from coldstart.cli import InputError, progress_name, run_program
+from coldstart.cli import progress_name, run_program
+from coldstart.errors import InputError
 from harness.document import AXIS_OPTIONS, read_run
 from harness.schema import (
     DOCUMENT_KEY,

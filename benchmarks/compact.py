@@ -15,17 +15,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from coldstart.cli import UsageError, check_output, run_program
+from coldstart.cli import check_output, run_program
+from coldstart.errors import UsageError
 from harness.document import RunDocument, read_run, write_run
-from harness.schema import (  # noqa: F401  (measured_walls, wall_stats: read from here too)
-    DOCUMENT_KEY,
-    STATS_TIMER,
-    SchemaError,
-    cell_stats,
-    measured_walls,
-    name_runs,
-    wall_stats,
-)
+from harness.schema import DOCUMENT_KEY, STATS_TIMER, cell_stats, name_runs
 
 DROPPED = ("events", "log_tail")
 

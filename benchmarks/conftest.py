@@ -32,19 +32,11 @@ from typing import Any
 
 import pytest
 
-from benchmarks.matrix import (
-    AXES,
-    AXIS_OPTIONS,
-    BUILT_IN,
-    Cell,
-    Plan,
-    cell_from_params,
-    split_values,
-)
+from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, Plan, cell_from_params, split_values
+from harness.document import AXIS_OPTIONS, CellsLogLine, write_run
 from benchmarks.preflight import Preflight, mark_cannot_boot_here, plan_here
 from benchmarks.resume import resumable_entries
 from benchmarks.split import ShardPlugin
-from harness.document import CellsLogLine, write_run
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
@@ -94,7 +86,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _selected_cells(config: pytest.Config) -> list[Cell]:
-    from benchmarks.matrixfile import MatrixFileError
+    from benchmarks.matrix.schema import MatrixFileError
 
     try:
         narrow = {axis: split_values(config.getoption(f"coldstart_{axis}"), AXIS_OPTIONS[axis])

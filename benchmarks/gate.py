@@ -49,8 +49,9 @@ from benchmarks._rounds import (
     say,
     stop_on_sigterm,
 )
-from benchmarks.matrix import AXES, BUILT_IN, Cell, select, split_values
-from coldstart.cli import USER_ERRORS, UserError, parser_for, report_error, run_program
+from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, select, split_values
+from coldstart.cli import parser_for, report_error, run_program
+from coldstart.errors import USER_ERRORS, UserError
 from analysis.changes import fewest_rounds
 from analysis.verdict import EXIT_INCONCLUSIVE
 from harness.document import AXIS_OPTIONS, write_run

@@ -21,7 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from coldstart.cli import InputError, check_output, progress_name, run_program
+from coldstart.cli import check_output, progress_name, run_program
+from coldstart.errors import InputError
 
 MODULE = "benchmarks.gate_summary"
 VERDICTS = {"pass": 0, "regression": 1, "inconclusive": 3}

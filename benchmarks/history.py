@@ -43,8 +43,9 @@ from benchmarks._rounds import (
     say,
     stop_on_sigterm,
 )
-from benchmarks.matrix import AXES, BUILT_IN, Cell, select, split_values
-from coldstart.cli import UserError, parser_for, run_program
+from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, select, split_values
+from coldstart.cli import parser_for, run_program
+from coldstart.errors import UserError
 from harness.document import AXIS_OPTIONS, RunDocument, read_cells, write_run
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
 

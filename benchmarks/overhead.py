@@ -20,9 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from coldstart.cli import InputError, check_output, run_program
+from coldstart.cli import check_output, run_program
+from coldstart.errors import InputError
 from harness.__main__ import resolve_model
-from harness.boot import BootError, BootSpec, run_boot
+from harness.boot import run_boot
+from harness.spec import BootError, BootSpec
 
 # The probes may cost at most 2 % of a boot's ready time (median of the pairs' ratios).
 TARGET_RATIO = 1.02

@@ -14,7 +14,7 @@ the hub: every round of every cell ended in "OSError: We couldn't connect to
   ``HF_TOKEN_PATH`` names is not there (the Kubernetes Secret not mounted).
 
 The hub is asked once per model, token and revision, with the timeouts of
-``analysis.hub_model`` (the one-line reasons ``coldstart predict`` gives too).
+``analysis.features.hub_model`` (the one-line reasons ``coldstart predict`` gives too).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.matrix import Cell, Plan, load_plan, select
+from benchmarks.matrix.plan import Cell, Plan, load_plan, select
 
 PARALLEL_ARGS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
 GPU_PLATFORMS = ("cuda", "rocm", "xpu")
@@ -146,7 +146,7 @@ class Preflight:
 
     def _env(self, cell: Cell) -> dict[str, str]:
         """The variables the boot is given, as harness.spec layers them."""
-        from benchmarks.matrixfile import ENV_NAME
+        from benchmarks.matrix.schema import ENV_NAME
 
         settings = self.plan.settings
         model = self.plan.models.get(cell.model)
@@ -183,7 +183,7 @@ class Preflight:
             if self._access is not None:
                 self._access(repo, revision, token)
             else:
-                from analysis.hub_model import HubClient
+                from analysis.features.hub_model import HubClient
 
                 HubClient().check_access(repo, revision, token)
         except FeatureError as exc:

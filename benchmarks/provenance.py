@@ -14,7 +14,7 @@ from typing import Any
 
 import psutil
 
-from harness.boot import installed_version, installed_vllm_version
+from harness.spec import installed_version, installed_vllm_version
 from harness.machine import cpu_identity, gpus
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.matrix import AXES, cell_from_params
+from benchmarks.matrix.plan import AXES, cell_from_params
 from benchmarks.provenance import machine_facts
 from harness.document import read_run, recorded_facts
 from harness.schema import DOCUMENT_KEY, SchemaError, gpu_models

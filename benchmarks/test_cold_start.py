@@ -10,17 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.matrix import Cell
+from benchmarks.matrix.plan import Cell
 from harness import pagecache
-from harness.boot import (
-    BootError,
-    BootSpec,
-    discard_work_dir,
-    installed_vllm_version,
-    keep_as_warm_cache,
-    launch_boot,
-    prepare_boot,
-)
+from harness.boot import discard_work_dir, prepare_boot
+from harness.compile_cache import keep_as_warm_cache
+from harness.launch import launch_boot
+from harness.spec import BootError, BootSpec, installed_vllm_version
 from harness.correctness import judge_answer, judge_compile_cache
 from harness.document import headline_round
 from harness.evidence import WeightsFacts
@@ -44,7 +39,7 @@ class _RoundNotBooted(Exception):
 
 
 def _model_of(cell: Cell, coldstart):
-    from benchmarks.matrixfile import Model
+    from benchmarks.matrix.schema import Model
 
     plan = coldstart.plan
     found = plan.models.get(cell.model) if plan is not None else None
@@ -55,7 +50,7 @@ def _spec(cell: Cell, coldstart) -> BootSpec:
     """The boot of a cell: its model (a fixture, a folder or a hub id) with the matrix file's
     engine arguments and variables, the model entry's over the file's, the cell's axes over
     both; each value's source is recorded with the result (BootSpec.settings_used)."""
-    from benchmarks.matrixfile import ENV_NAME
+    from benchmarks.matrix.schema import ENV_NAME
     from fixtures.build import ensure_model
     from fixtures.catalog import CATALOG
 

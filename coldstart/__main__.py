@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from coldstart import VERB_GROUPS, VERBS, verb_module
-from coldstart.cli import ArgumentParser, InputError, parse_and_run, report_error, run_cli
+from coldstart.cli import ArgumentParser, parse_and_run, report_error, run_cli
+from coldstart.errors import InputError
 
 PROG = "coldstart"
 

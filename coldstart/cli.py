@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from coldstart import program_name
-from coldstart.errors import USER_ERRORS, InputError, UsageError, UserError
+from coldstart.errors import USER_ERRORS, InputError, UsageError
 
 __all__ = ["ArgumentParser", "error_line", "report_error", "run_cli", "closed_output",
            "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "progress_name", "run_program", "check_output",

@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coldstart.cli import InputError, UsageError, check_output, run_program, unreadable
+from coldstart.cli import check_output, run_program, unreadable
+from coldstart.errors import InputError, UsageError
 
 # name -> (module, model, what it is); imported only when asked, so this runs without vLLM.
 DOCUMENTS: dict[str, tuple[str, str, str]] = {
@@ -28,13 +29,13 @@ DOCUMENTS: dict[str, tuple[str, str, str]] = {
                        "one line of a run's cells log (OUT.json.cells.jsonl)"),
     "boot-result": ("harness.schema", "BootResult",
                     "one boot (python -m harness --out), a cell's extra_info, an ingested log"),
-    "matrix-file": ("benchmarks.matrix_schema", "MatrixFile",
+    "matrix-file": ("benchmarks.matrix.schema", "MatrixFile",
                     "a matrix file (pytest benchmarks/ --matrix FILE.yaml)"),
     "predictor-file": ("analysis.predictor_file", "PredictorFile",
                        "a predictor file (analysis.fit -> predictor.json, analysis/predictors/)"),
     "predictor-group": ("analysis.predictor_file", "PredictorGroup",
                         "one configuration of a predictor file"),
-    "model-features": ("analysis.feature_model", "ModelFeatures",
+    "model-features": ("analysis.features.model_features", "ModelFeatures",
                        "one model's features (coldstart features; fit and predict --features "
                        "take one, a list, or NAME -> features)"),
 }
@@ -59,7 +60,8 @@ def check_file(name: str, path: Path) -> str:
         doc = read_run(path)
         return f"a run of {_count(len(doc.cells()), 'cell')}"
     if name == "matrix-file":
-        from benchmarks.matrixfile import MatrixFileError, load
+        from benchmarks.matrix.file import load
+        from benchmarks.matrix.schema import MatrixFileError
 
         try:
             models, cells, _ = load(path)

@@ -1,5 +1,5 @@
 """The GPUs one boot of a matrix needs at most: the largest tensor x pipeline x data parallel
-size over its cells, read by the project's own matrix reader (benchmarks.matrixfile).
+size over its cells, read by the project's own matrix reader (benchmarks.matrix.file).
 
     python deploy/gpus.py examples/matrices/gpu-node.yaml        # prints 2
     python deploy/gpus.py smoke                                    # prints 1
@@ -17,7 +17,7 @@ import sys
 
 def gpus(matrix: str) -> int:
     """The most GPUs one cell of ``matrix`` (a built-in name or a file) boots on."""
-    from benchmarks.matrix import load_plan
+    from benchmarks.matrix.plan import load_plan
     from benchmarks.preflight import cell_gpus
 
     plan = load_plan(matrix)

@@ -35,7 +35,7 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 
 
 def model_bytes(model) -> int:
-    """The weights' bytes of a matrix model (benchmarks.matrixfile.Model)."""
+    """The weights' bytes of a matrix model (benchmarks.matrix.file.Model)."""
     if model.kind == "fixture":
         from benchmarks.split import parameters_b
 
@@ -46,7 +46,7 @@ def model_bytes(model) -> int:
             raise ValueError(f"model folder {folder} is not on this machine: give --model-bytes")
         return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     from analysis.errors import FeatureError
-    from analysis.hub_model import HubClient
+    from analysis.features.hub_model import HubClient
 
     try:
         client = HubClient()
@@ -63,7 +63,7 @@ def model_bytes(model) -> int:
 def plan_lines(matrix: str, splits: int, rounds: int | None,
                weights: int | None = None) -> tuple[list[str], list[str]]:
     """(the params.env lines, the notes for stderr) of ``matrix`` run in ``splits`` shards."""
-    from benchmarks.matrix import load_plan
+    from benchmarks.matrix.plan import load_plan
     from benchmarks.preflight import cell_gpus
 
     plan = load_plan(matrix)

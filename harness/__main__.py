@@ -16,8 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from coldstart.cli import InputError, check_output, run_program
-from harness.boot import BootError, BootSpec, run_boot
+from coldstart.cli import check_output, run_program
+from coldstart.errors import InputError
+from harness.boot import run_boot
+from harness.spec import BootError, BootSpec
 from harness.schema import (
     COMPILE_CACHE_MODES,
     ENTRYPOINTS,

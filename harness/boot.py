@@ -7,9 +7,8 @@ left into its BootResult (harness.interpret). It times nothing itself except the
 instant, the origin of the boot's clock: every other instant is written by the probes inside
 the boot's own processes on the same monotonic clock.
 
-The public entry: the names callers use are importable from here, wherever they live
-(the spec in harness.spec, the compile cache in harness.compile_cache, killing in
-harness.processes).
+The spec of a boot is harness.spec's, the compile cache harness.compile_cache's and
+killing harness.processes': callers import each name from the module that defines it.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
-from harness import pagecache, processes
+from harness import pagecache
 from harness.compile_cache import (
     aot_cache_keys,
     builder_record,
@@ -33,36 +32,13 @@ from harness.compile_cache import (
     relocated_root,
 )
 from harness.evidence import Evidence, PageCacheFacts, Priming, Settings
-from harness.interpret import LOG_TAIL_LINES, boot_identity
-from harness.launch import CHILD_SCRIPT, BootInterrupted, launch_boot
-from harness.processes import kill_group
+from harness.interpret import boot_identity
+from harness.launch import launch_boot
 from harness.registry import shims_for, wrap_targets_for
 from harness.schema import BootResult
-from harness.spec import (
-    DEFAULT_ENGINE_KWARGS,
-    DEFAULT_ENV,
-    DEFAULT_QUESTION,
-    FIXTURE_ENGINE_KWARGS,
-    FIXTURE_ENV,
-    HARNESS_ENV,
-    HUB_ID,
-    LOCAL_MODEL_ENV,
-    BootError,
-    BootSpec,
-    Prepared,
-    cache_home,
-    installed_version,
-    installed_vllm_version,
-)
+from harness.spec import BootError, BootSpec, Prepared, installed_vllm_version
 
-__all__ = [
-    "CHILD_SCRIPT", "DEFAULT_ENGINE_KWARGS", "DEFAULT_ENV", "DEFAULT_QUESTION",
-    "FIXTURE_ENGINE_KWARGS", "FIXTURE_ENV", "HARNESS_ENV", "HUB_ID", "LOCAL_MODEL_ENV",
-    "LOG_TAIL_LINES", "PROBE_DIR", "BootError", "BootInterrupted", "BootSpec", "Prepared",
-    "aot_cache_keys", "cache_home", "discard_work_dir", "installed_version",
-    "installed_vllm_version", "keep_as_warm_cache", "kill_group", "launch_boot", "pagecache",
-    "prepare_boot", "processes", "run_boot",
-]
+__all__ = ["PROBE_DIR", "discard_work_dir", "prepare_boot", "run_boot"]
 
 PROBE_DIR = Path(__file__).parent / "probe"
 

@@ -28,15 +28,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from harness.evidence import (  # the records live with the rest of a boot's Evidence
-    CACHE_LAYERS_VERSION,
     LAYERS,
     CacheLayers,
     LayerObservation,
     Relocation,
 )
 
-__all__ = ["CACHE_LAYERS_VERSION", "LAYERS", "CacheLayers", "LayerObservation", "Relocation",
-           "observe_events", "observe_lines", "relocated", "summarise"]
+__all__ = ["observe_events", "observe_lines", "relocated", "summarise"]
 
 
 # ------------------------------------------------------------------------ the log's lines

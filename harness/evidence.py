@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from harness.span_phases import SpanPhases
-from harness.spans import SpanRecord
+from harness.spans.phases import SpanPhases
+from harness.spans.records import SpanRecord
 
 __all__ = ["Answer", "AnswerToken", "CacheLayers", "DefectNote", "Evidence", "LayerObservation",
            "Relocation", "PageCacheFacts", "Priming",
@@ -226,7 +226,7 @@ class Evidence(SparseRecord):
     entrypoint_command: str | None = None  # "LLM(...)", or the serve command line
 
     # harness.launch, a boot with spans on (BootSpec.spans): every span vLLM sent, what they
-    # say of the phases (harness.span_phases), the Unix time of the launch (within a
+    # say of the phases (harness.spans.phases), the Unix time of the launch (within a
     # millisecond: spans are on the Unix clock, the timeline counts from the launch), and
     # requests the receiver could not read.
     spans: list[SpanRecord] | None = None
@@ -243,7 +243,7 @@ class Evidence(SparseRecord):
     from_log: dict[str, str] = Field(default_factory=dict)  # event -> log duration key
 
     # harness.logs: a boot read from a log
-    facts: dict[str, Any] = Field(default_factory=dict)  # what the lines said (log_scan)
+    facts: dict[str, Any] = Field(default_factory=dict)  # what the lines said (harness.logs.scan)
     composition: dict[str, str] = Field(default_factory=dict)  # phase -> how it was composed
     marks: dict[str, list[float]] = Field(default_factory=dict)  # instant lines, s from start
     # Every value of the duration lines that repeat (log_durations holds their totals).

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import processes
-from harness.cache_layers import CacheLayers, Relocation, observe_events, relocated
+from harness.cache_layers import observe_events, relocated
+from harness.evidence import Answer, CacheLayers, Evidence, Relocation, WeightsFacts
 from harness.compile_cache import aot_cache_keys, builder_facts
-from harness.evidence import Answer, Evidence, WeightsFacts
 from harness.registry import shims_for
 from harness.schema import (
     FAILED_BEFORE,
@@ -362,7 +362,7 @@ def boot_identity(spec: BootSpec, version: str | None) -> dict[str, Any]:
 def _engine_config(scan: Any) -> dict[str, Any]:
     if scan is None:
         return {}
-    from harness.logs import engine_config
+    from harness.logs.facts import engine_config
 
     return engine_config(scan.facts)
 
@@ -370,7 +370,7 @@ def _engine_config(scan: Any) -> dict[str, Any]:
 def _scan_logs(msgs: list[str], version: str | None):
     """vLLM's own log records of the boot, through the log reader (the second source)."""
     try:
-        from harness.logs import scan_lines
+        from harness.logs.scan import scan_lines
     except ImportError:  # the log reader is optional for a boot
         return None
     return scan_lines(msgs, version)

@@ -44,13 +44,13 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
     A boot that fails or times out still returns a BootResult (``state="failed"``) holding the
     phases it completed, the error and the log tail: a failure is recorded, never lost. With
     spans on (``BootSpec.spans``), a receiver in this process takes vLLM's OTLP spans for the
-    length of the boot (``harness.spans_witness``).
+    length of the boot (``harness.spans.witness``).
     """
     say = progress or (lambda _msg: None)
     if prepared.spec.spans is None:
         say("booting vLLM")
         return interpret_boot(prepared, _run_child(prepared, say))
-    from harness.spans_witness import witness_spans
+    from harness.spans.witness import witness_spans
 
     with witness_spans(prepared) as attach:
         say(f"booting vLLM (spans to {prepared.env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']})")

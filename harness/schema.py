@@ -40,7 +40,8 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coldstart.cli import UserError, unreadable
+from coldstart.cli import unreadable
+from coldstart.errors import UserError
 from harness.evidence import Evidence
 from harness.secrets import scrub
 
@@ -164,7 +165,7 @@ class BootResult(BaseModel):
     model: str
     model_path: str | None = None
     # "probe" for a boot measured by the harness, "log" for one read from a log file, "spans"
-    # for one read from an exported trace (harness.span_boots).
+    # for one read from an exported trace (harness.spans.boots).
     source: str = "probe"
     source_path: str | None = None
     vllm_version: str | None = None

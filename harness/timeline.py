@@ -213,7 +213,7 @@ def timeline_events(tl: Timeline) -> list[dict[str, Any]]:
 
 
 # The line vLLM's CPU runner logs as its warm-up starts (cpu_model_runner.warming_up_model):
-# the log reader's CPU compile span starts there (harness.log_compose.torch_compile_s).
+# the log reader's CPU compile span starts there (harness.logs.compose.torch_compile_s).
 CPU_WARM_UP_LINE = "Warming up model for the compilation"
 
 

@@ -224,7 +224,7 @@ def _span_track(result: BootResult) -> Track | None:
         return None
     if launch is None:  # read from an exported trace: no launch seen, the first span is 0
         launch = min(s.start_ns for s in spans)
-    from harness.span_phases import span_map_for
+    from harness.spans.phases import span_map_for
 
     mapping = span_map_for(result.vllm_version)[1]
     track = Track(SPANS_PID, SPANS_TRACK, (min(s.start_ns for s in spans) - launch) / 1e9)

@@ -2,7 +2,7 @@
 
 The probes time the calls the harness wraps; vLLM's log prints durations of some of the same
 calls ("Initializing model took", "Loading weights took"); its OpenTelemetry spans time
-others from inside (``harness.span_phases``). Where two of them time the same thing they
+others from inside (``harness.spans.phases``). Where two of them time the same thing they
 should agree within 5 % + 0.05 s; a row says where they do not, for the run page and
 compare to show.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.log_patterns import LOG_PROBE_PAIRS
+from harness.registry.patterns import LOG_PROBE_PAIRS
 from harness.schema import BootResult
-from harness.span_phases import AGREEMENT_ABS_S, AGREEMENT_REL
+from harness.spans.phases import AGREEMENT_ABS_S, AGREEMENT_REL
 
 __all__ = ["disagreements", "witness_rows"]
 

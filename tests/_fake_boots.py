@@ -25,7 +25,8 @@ from types import SimpleNamespace
 import pytest
 
 from harness import pagecache
-from harness.boot import BootInterrupted, BootSpec
+from harness.launch import BootInterrupted
+from harness.spec import BootSpec
 from harness.registry import LOADER_CLASSES, expected_compile_cache
 from harness.schema import BootResult
 

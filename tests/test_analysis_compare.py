@@ -8,8 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from analysis.changes import fewest_rounds, holm_adjusted
-from analysis.compare import compare_results, metric_change, min_two_sided_p
+from analysis.changes import (
+    compare_results,
+    fewest_rounds,
+    holm_adjusted,
+    metric_change,
+    min_two_sided_p,
+)
 from analysis.compare import main as compare_main
 from coldstart.cli import run_cli
 from harness.document import write_run

@@ -9,21 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.features import (
+from analysis.errors import FeatureError
+from analysis.features.model_features import ModelFeatures, feature_value
+from analysis.features.model_files import (
     ESTIMATED_COMPILED_KIB_PER_LAYER,
-    FeatureError,
-    ModelFeatures,
     compiled_graph_bytes_from_cache,
-    default_capture_sizes,
-    feature_value,
-    from_hf_config,
-    from_model_dir,
-    load_features,
-    read_features_json,
     read_safetensors_header,
-    read_study_models_config,
     tokenizer_bytes_in,
 )
+from analysis.features.model_folder import default_capture_sizes, from_hf_config, from_model_dir
+from analysis.features.sources import load_features, read_features_json
+from analysis.features.study_models import read_study_models_config
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -362,7 +358,7 @@ def test_one_path_from_a_boot_to_its_features(llama_dir: Path, tmp_path: Path) -
     boot whose compile cache is still there (measured) and one whose cache is gone (estimated):
     a fit repeated from the file sees what the first fit saw."""
     from analysis.dataset import build_dataset
-    from analysis.features import main as features_main
+    from analysis.features.cli import main as features_main
     from harness.document import write_run
     from harness.schema import BootResult, benchmark_entry, new_document
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.fit import main as fit_main
+from analysis.fit.cli import main as fit_main
 from analysis.study import STUDY_HOLDOUT, STUDY_REPORTED
 from coldstart.cli import run_cli
 from harness.document import write_run
@@ -56,7 +56,7 @@ def _fisher_interval(r: float, n: int) -> tuple[float, float]:
 
 
 def _check_pcc(pcc: dict, phases) -> None:
-    from analysis.model import screening_budget
+    from analysis.regression import screening_budget
 
     for phase in phases:
         v = pcc[phase]
@@ -70,7 +70,7 @@ def _check_pcc(pcc: dict, phases) -> None:
 
 
 def _check_acceptance(summary: dict) -> None:
-    from analysis.fit import CANDIDATE_FEATURES
+    from analysis.fit.selection import CANDIDATE_FEATURES
 
     hold = summary["holdout"]
     assert set(hold["per_model"]) == set(STUDY_HOLDOUT)
@@ -106,8 +106,8 @@ def test_a_fit_moved_toward_the_truth_stays_green(study_reference: Path, accepta
     """Every phase prediction moved halfway toward what the model measured (held-out and
     cross-validation folds alike): a better method. The bounds hold; the errors are smaller."""
     # The cross-validation folds and the held-out models are predicted there.
-    import analysis.fit_validate as validate_module
-    from analysis.model import Prediction, combine_predictions
+    import analysis.fit.validate as validate_module
+    from analysis.regression import Prediction, combine_predictions
     from analysis.study import read_study
 
     measured = {}
@@ -202,7 +202,7 @@ OTHER_MACHINES = ("figure-10/gpu1", "figure-11/cpu1")
 
 @pytest.mark.parametrize("figure", OTHER_MACHINES)
 def test_method_on_other_machines(figure: str, study_reference: Path, tmp_path: Path) -> None:
-    from analysis.model import screening_budget
+    from analysis.regression import screening_budget
 
     figures = study_reference / "figures"
     argv = ["--study", str(figures / figure), "--study-logs", str(figures / "figure-rest"),
@@ -273,7 +273,7 @@ SHAPES = [(32, 2, 1000), (48, 3, 4000), (64, 2, 2500), (80, 4, 6000), (96, 3, 80
 
 @pytest.fixture(scope="module")
 def cpu_results(tmp_path_factory) -> dict:
-    from analysis.features import from_model_dir
+    from analysis.features.model_folder import from_model_dir
 
     root = tmp_path_factory.mktemp("cpu")
     rng = np.random.default_rng(0)
@@ -320,7 +320,7 @@ def test_fit_on_suite_results_per_configuration(cpu_results: dict, tmp_path: Pat
 
 
 def test_predict_a_model_never_booted(cpu_results: dict, tmp_path: Path) -> None:
-    from analysis.features import from_model_dir
+    from analysis.features.model_folder import from_model_dir
     from analysis.predict import main as predict_main
 
     out = tmp_path / "rep"

@@ -11,7 +11,7 @@ import statsmodels.api as sm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis.model import (
+from analysis.regression import (
     FitError,
     PhaseModel,
     combine_predictions,
@@ -103,7 +103,7 @@ def test_not_applicable_predicts_zero() -> None:
 @given(st.lists(st.tuples(st.floats(0.1, 50), st.floats(0.01, 4), st.integers(2, 40)),
                 min_size=1, max_size=6))
 def test_sum_interval_contains_the_sum_and_adds_variances(parts) -> None:
-    from analysis.model import Prediction
+    from analysis.regression import Prediction
 
     preds = [Prediction(m, m - 1, m + 1, v, df, False) for m, v, df in parts]
     total = combine_predictions(preds)
@@ -156,14 +156,14 @@ def test_screening_never_drops_the_point_that_gives_the_feature_its_spread() -> 
 
 
 def test_the_outlier_test_is_statsmodels_bonferroni_outlier_test() -> None:
-    """analysis.model.outlier_p_bonferroni is statsmodels' ``outlier_test`` in closed form:
+    """analysis.regression.outlier_p_bonferroni is statsmodels' ``outlier_test`` in closed form:
     the same corrected p on lines and constants, a gross point, and points the others fit
     exactly (the deleted fit's variance 0: p 0)."""
     import warnings
 
     import statsmodels.api as sm
 
-    from analysis.model import outlier_p_bonferroni
+    from analysis.regression import outlier_p_bonferroni
 
     rng = np.random.default_rng(7)
     x = np.linspace(1.0, 16.0, 12)

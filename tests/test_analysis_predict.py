@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.fit import main as fit_main
+from analysis.fit.cli import main as fit_main
 from analysis.predict import main as predict_main
 from analysis.predictor_file import load_predictor
 from analysis.study import STUDY_HOLDOUT, read_study
@@ -306,7 +306,7 @@ def test_negative_counts_are_refused(fitted: dict, tmp_path: Path, capsys) -> No
 
 def test_a_configuration_of_a_matrix_files_axis_is_chosen_by_that_axis():
     from analysis.predict import choose_group
-    from coldstart.cli import InputError
+    from coldstart.errors import InputError
 
     base = {"platform": "cpu", "loader": "safetensors", "compile_cache": "off"}
     doc = {"groups": [{"key": {**base, "max_model_len": "512"}},

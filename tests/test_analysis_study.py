@@ -32,7 +32,7 @@ def study(figure_rest: Path):
 
 
 def test_mapping_is_derived_from_the_log_readers_map() -> None:
-    # harness.study.STUDY_PHASE_MAP is the one source; this is what it says for our phases.
+    # harness.study_columns.STUDY_PHASE_MAP is the one source; this is what it says for our phases.
     assert STUDY_PHASE_COLUMNS["framework_bootstrap"] == (
         "detect_platform", "llm_imports", "get_model_info", "worker_init")
     assert STUDY_PHASE_COLUMNS["model_loading"] == ("model_loading",)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.matrix import select
+from benchmarks.matrix.plan import select
 from harness.document import read_results
 
 REPO = Path(__file__).resolve().parents[1]
@@ -106,7 +106,7 @@ def test_each_warm_smoke_cell_reuses_the_cache_of_a_cold_cell_before_it(tmp_path
     """No unmeasured priming boot in the smoke matrix: the compile cache a cold cell keeps is
     keyed without the page-cache state (the compile does not read it), so a warm cell in
     another page-cache state finds it, as long as the cold cell runs first."""
-    from harness.boot import BootSpec
+    from harness.spec import BootSpec
 
     def key(cell):
         return BootSpec(model=cell.model, model_path=tmp_path, loader=cell.loader,

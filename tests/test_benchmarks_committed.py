@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.compare import TOTAL, compare_results
-from benchmarks.compact import STATS_TIMER, measured_walls, restate_stats
-from harness.schema import BootResult
+from analysis.changes import compare_results
+from analysis.metrics import TOTAL
+from benchmarks.compact import restate_stats
+from harness.schema import STATS_TIMER, BootResult, measured_walls
 
 DATA = Path(__file__).resolve().parent / "data"
 DOCS_DATA = Path(__file__).resolve().parents[1] / "docs" / "data"

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import check, compact
-from benchmarks.matrix import Cell, split_values
+from benchmarks.matrix.plan import Cell, split_values
 from harness.document import read_results
 from harness.schema import BootResult, benchmark_entry, new_document
 

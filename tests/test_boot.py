@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.test_cold_start import MAX_RESIDUAL_SHARE
-from harness.boot import BootError, BootSpec, run_boot
+from harness.boot import run_boot
+from harness.spec import BootError, BootSpec
 from harness.correctness import ANSWER_MAX_GAP_NATS, judge_answer, judge_compile_cache
-from harness.logs import read_log
+from harness.logs.reader import read_log
 from harness.pagecache import EVICTED_MAX_RESIDENCY, WARM_MIN_RESIDENCY
 from harness.processes import group_members, marked_processes
 from harness.registry import LOG_PROBE_PAIRS, expected_compile_cache

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.cache_layers import CacheLayers, LayerObservation, observe_lines, summarise
-from harness.logs import read_log
+from harness.cache_layers import observe_lines, summarise
+from harness.evidence import CacheLayers, LayerObservation
+from harness.logs.reader import read_log
 
 DATA = Path(__file__).parent / "data"
 PUBLIC = DATA / "logs" / "public"
@@ -113,7 +114,8 @@ def _cpu_boot(compile_cache: str, aot: str):
 
 
 def _observe(boot):
-    from harness.cache_layers import Relocation, observe_events, relocated
+    from harness.cache_layers import observe_events, relocated
+    from harness.evidence import Relocation
 
     before = boot["aot_cache_keys_before"] or []
     saved = [m.group(1) for e in boot["events"] for m in [__import__("re").search(

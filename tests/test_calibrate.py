@@ -1,4 +1,4 @@
-"""Calibration (analysis.calibrate): a predictor scaled to another machine by one boot.
+"""Calibration (analysis.predictor_scale): a predictor scaled to another machine by one boot.
 
 On the shipped CPU predictor (fitted on the committed scaling run) and that run's own recorded
 boots: calibrated with a boot, the predictor gives that boot's own phases back where they are
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.calibrate import MIN_PHASE_S, calibrate_predictor, measured_value
-from analysis.feature_files import read_features_json
+from analysis.predictor_scale import MIN_PHASE_S, calibrate_predictor, measured_value
+from analysis.features.sources import read_features_json
 from analysis.predict import predict_features
 from analysis.predictor_file import load_predictor
 from analysis.predictors import describe_calibration, shipped_file
@@ -100,8 +100,8 @@ def test_the_calibration_is_recorded_and_reads_back(predictor, boots, tmp_path):
 def _boot_on(group, features, model: str, intercept: float, slope: float):
     """The boot a machine whose every line's intercept is ``intercept`` times and slope
     ``slope`` times the fitted one would make of ``model``: each entry's value on that line."""
-    from analysis.feature_model import feature_value
-    from analysis.model import PhaseModel
+    from analysis.features.model_features import feature_value
+    from analysis.regression import PhaseModel
     from harness.schema import BootResult
 
     phases, subphases, residual = {}, {}, None
@@ -155,7 +155,7 @@ def test_two_reference_boots_scale_intercepts_and_slopes_apart(predictor, boots)
 
 def test_the_reference_models_are_the_smallest_and_the_largest_training_fixture(predictor):
     from benchmarks.calibrate import reference_models
-    from coldstart.cli import InputError
+    from coldstart.errors import InputError
 
     (group,) = predictor["groups"]
     assert reference_models(group) == ["rand-smollm2-135m-l4", "rand-llama3.2-1b"]
@@ -170,8 +170,8 @@ def test_a_compile_cache_measure_is_made_the_estimate_the_lines_were_fitted_on(p
     """The shipped CPU fit's training models have compiled-graph sizes estimated from their
     layers; a boot's compile cache measures 8 to 19x that (all its files; three cold boots here). Predicting with the
     cache's measure would put the unseen shape minutes off: it is made the estimate."""
-    from analysis.feature_files import like_training
-    from analysis.model_files import estimated_compiled_graph_bytes
+    from analysis.features.sources import like_training
+    from analysis.features.model_files import estimated_compiled_graph_bytes
 
     (group,) = predictor["groups"]
     assert group["feature_methods"] == {"compiled_graph_bytes": "estimated"}

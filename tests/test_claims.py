@@ -47,7 +47,7 @@ def test_the_readmes_smoke_duration_holds_the_kept_runs_boots() -> None:
     """README: the smoke matrix took "M min S s from a clean clone" on the machine of the kept
     run. Its boots alone (their wall seconds, as the run recorded them) fit in that time, and
     the cold boot's seconds README quotes are that run's."""
-    from benchmarks.matrix import select
+    from benchmarks.matrix.plan import select
 
     said = re.search(r"The smoke matrix is six boots .*?: (\d+) min (\d+) s from a clean clone",
                      _readme_words())

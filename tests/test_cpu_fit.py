@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.fit import main as fit_main
+from analysis.fit.cli import main as fit_main
 from harness.document import read_results
 
 DATA = Path(__file__).parent / "data"
@@ -58,8 +58,8 @@ CPU_PCC_PHASES = ("tokenizer_init", "model_loading", "kv_cache_profiling",
 
 
 def test_pcc_on_cpu(cpu_fit):
-    from analysis.fit import CANDIDATE_FEATURES
-    from analysis.model import screening_budget
+    from analysis.fit.selection import CANDIDATE_FEATURES
+    from analysis.regression import screening_budget
 
     pcc = cpu_fit["summary"]["groups"][0]["pcc"]
     for phase in CPU_PCC_PHASES:
@@ -76,7 +76,7 @@ def test_compiled_graph_size_on_cpu_is_the_layer_count_by_another_name():
     analysis.features.ESTIMATED_COMPILED_KIB_PER_LAYER, a constant taken from the study's
     training models only, so the candidate carries nothing of the held-out models (and nothing
     beyond the layer count)."""
-    from analysis.features import ESTIMATED_COMPILED_KIB_PER_LAYER
+    from analysis.features.model_files import ESTIMATED_COMPILED_KIB_PER_LAYER
 
     for name, f in json.loads(FEATURES.read_text()).items():
         assert f["compiled_graph_method"] == "estimated" and "compiled_graph_bytes" in \
@@ -200,7 +200,7 @@ def test_the_unseen_model_has_a_shape_no_scaling_model_has():
     none of theirs either; it is in no matrix a fit is made from. (The real SmolLM2-135M has a
     same-shape twin here, rand-smollm2-135m-l30: a prediction of it is a prediction of a
     model the fit saw.)"""
-    from benchmarks.matrix import SCALING_MODELS
+    from benchmarks.matrix.plan import SCALING_MODELS
     from fixtures.catalog import ARCHITECTURES, TOKENIZER_SWEEP, UNSEEN_SHAPE, model_fixture
 
     fixture = model_fixture(UNSEEN_SHAPE)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.logs import engine_config, scan_lines
+from harness.logs.facts import engine_config
+from harness.logs.scan import scan_lines
 
 DATA = Path(__file__).parent / "data"
 YI_LOG = DATA / "study/figures/figure-rest/iterations/1/output_model_yi-6b.txt"

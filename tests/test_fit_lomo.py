@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import analysis.fit_groups as groups_module
-import analysis.fit_lomo as lomo_module
-from analysis.fit import main as fit_main
+import analysis.fit.groups as groups_module
+import analysis.fit.lomo as lomo_module
+from analysis.fit.cli import main as fit_main
 from analysis.study import STUDY_HOLDOUT, read_study
 
 

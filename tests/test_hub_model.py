@@ -1,4 +1,4 @@
-"""A model named by its hub id (analysis.hub_model): the features read remotely (config,
+"""A model named by its hub id (analysis.features.hub_model): the features read remotely (config,
 safetensors headers, file sizes) are those the same files give in a local folder, and a hub
 that cannot answer is one line saying what to give instead.
 
@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import hub_model
+from analysis.features import hub_model
 from analysis.errors import FeatureError
-from analysis.features import from_model_dir, load_features, read_safetensors_header
+from analysis.features.model_files import read_safetensors_header
+from analysis.features.model_folder import from_model_dir
+from analysis.features.sources import load_features
 
 hf = pytest.importorskip("huggingface_hub")
 from huggingface_hub.hf_api import RepoFile, RepoFolder  # noqa: E402
@@ -163,8 +165,8 @@ def test_a_run_of_a_hub_model_gets_its_features_from_the_hub(llama_dir: Path, tm
     model's boot records the hub id as its model_path, and its features are read from the hub
     at the revision the matrix names, equal to the same files' in a folder; a folder model is
     named and left out; a run with no hub model writes nothing, and is no error."""
-    from analysis.features import main as features_main
-    from analysis.features import read_features_json
+    from analysis.features.cli import main as features_main
+    from analysis.features.sources import read_features_json
     from harness.document import write_run
     from harness.schema import BootResult, benchmark_entry, new_document
 

@@ -11,7 +11,7 @@ import pytest
 from analysis.ingest import main
 from coldstart.cli import run_cli
 from harness import document
-from harness.logs import not_a_log, read_log
+from harness.logs.reader import not_a_log, read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG, REPO_ROOT
 
 

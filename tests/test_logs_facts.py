@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness import schema
-from harness.logs import not_a_log, read_boots, read_log
+from harness.logs.reader import not_a_log, read_boots, read_log
 
 DATA = Path(__file__).resolve().parent / "data"
 PUBLIC = DATA / "logs" / "public"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.logs import scan_lines
+from harness.logs.scan import scan_lines
 
 # ------------------------------------------------------- the installed vLLM's own strings
 # (file under the vllm package, a phrase of the format string, what the line must give).

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.logs import read_boots
+from harness.logs.reader import read_boots
 from tests.conftest import STUDY_DIR
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from harness import schema
-from harness.logs import HAS_DIGIT, LOOKS_TIMED, read_log, scan_lines
+from harness.logs.reader import read_log
+from harness.logs.scan import HAS_DIGIT, LOOKS_TIMED, scan_lines
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG
 
 REAL_LINES = GPU_0101_LOG.splitlines() + CPU_032_LOG.splitlines()

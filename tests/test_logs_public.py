@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from harness import schema
-from harness.logs import read_boots
+from harness.logs.reader import read_boots
 
 PUBLIC = Path(__file__).resolve().parent / "data" / "logs" / "public"
 MANIFEST = json.loads((PUBLIC / "manifest.json").read_text(encoding="utf-8"))
@@ -139,7 +139,7 @@ def test_the_heldout_check_scores_the_corpus_in_full() -> None:
     """scripts/heldout_check.py's scoring over this corpus: every printed duration, mapped
     or not, is among what the reader gives, and no engine, platform or TP size it reads
     contradicts the manifest (where it reads none, no line of the excerpt states it)."""
-    from harness.log_check import check_manifest, fact_agrees
+    from harness.logs.check import check_manifest, fact_agrees
 
     report = check_manifest(PUBLIC)
     assert report["printed"] >= 150 and not report["crashed"]

@@ -15,8 +15,14 @@ from pathlib import Path
 import pytest
 
 from harness import schema
-from harness.logs import read_log
-from harness.study import STUDY_COLUMNS, STUDY_PHASE_MAP, agreement, read_reference, study_phases
+from harness.logs.reader import read_log
+from harness.study_columns import (
+    STUDY_COLUMNS,
+    STUDY_PHASE_MAP,
+    agreement,
+    read_reference,
+    study_phases,
+)
 
 H100 = "figures/figure-rest/iterations/1"
 A100 = "experiments/A100/examples/batch_size/iterations/1"

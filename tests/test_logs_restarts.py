@@ -10,7 +10,8 @@ import pytest
 
 from analysis.ingest import main as ingest_main
 from harness import document, schema
-from harness.logs import read_boots, read_log, split_boots
+from harness.logs.boots import split_boots
+from harness.logs.reader import read_boots, read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG
 
 _STAMP = re.compile(r"(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.logs import read_boots, read_log
+from harness.logs.reader import read_boots, read_log
 from tests import test_logs_versions as versions
 from tests.conftest import STUDY_DIR
 

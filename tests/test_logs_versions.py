@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from harness import schema
-from harness.logs import model_from_filename, read_log, scan_lines
-from harness.study import study_phases
+from harness.logs.reader import model_from_filename, read_log
+from harness.logs.scan import scan_lines
+from harness.study_columns import study_phases
 
 # Lines of upstream vLLM 0.11.0 (no study patch): whole-second graph capture, a process tag.
 V0110_LOG = """\
@@ -445,7 +446,7 @@ def test_v0_cpu_log_is_done_at_its_block_count() -> None:
 
 
 def test_v0_restarted_pod_splits_even_without_a_version() -> None:
-    from harness.logs import read_boots
+    from harness.logs.reader import read_boots
 
     boots = read_boots(V031_LOG + V031_LOG.replace("03-01 10:", "03-01 11:"))
     assert [b.phases["cuda_graph_capture"] for b in boots] == [9.0, 9.0]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.matrixfile import MatrixFileError, load
+from benchmarks.matrix.file import load
+from benchmarks.matrix.schema import MatrixFileError
 
 ENGINE_ARGS = frozenset({"max_model_len", "max_num_seqs", "dtype", "gpu_memory_utilization",
                          "tensor_parallel_size", "enable_prefix_caching"})
@@ -116,7 +117,7 @@ def test_a_bad_file_is_one_line_naming_file_line_and_key(tmp_path, text, line, w
 
 
 def test_the_built_in_matrices_are_matrix_files():
-    from benchmarks.matrixfile import load as load_file
+    from benchmarks.matrix.file import load as load_file
 
     folder = Path(__file__).parents[1] / "benchmarks" / "matrices"
     for name in ("smoke", "scaling", "full"):
@@ -137,14 +138,14 @@ def test_off_on_yes_no_are_words_not_booleans(tmp_path):
 def test_built_in_matrices_keep_their_cell_ids(name):
     """Saved runs are matched by cell id: the files give exactly the ids the matrices had
     as Python code (tests/data/matrix-ids, written from that code)."""
-    from benchmarks.matrix import select
+    from benchmarks.matrix.plan import select
 
     committed = (Path(__file__).parent / "data" / "matrix-ids" / f"{name}.txt").read_text()
     assert [c.id for c in select(name)] == committed.split()
 
 
 def test_a_matrix_file_by_path_selects_its_cells(tmp_path):
-    from benchmarks.matrix import select
+    from benchmarks.matrix.plan import select
 
     path = _write(tmp_path, "models: [smollm2-135m]\naxes:\n  compile_cache: [cold, warm]\n")
     assert [c.id for c in select(str(path))] == [
@@ -155,7 +156,7 @@ def test_a_matrix_file_by_path_selects_its_cells(tmp_path):
 
 def test_folders_engine_argument_axes_and_a_models_own_settings_make_the_cells(
         tmp_path, model_folder):
-    from benchmarks.matrix import load_plan, select
+    from benchmarks.matrix.plan import load_plan, select
 
     path = _write(tmp_path, f"""models:
   - path: '{model_folder}'

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis import compare as compare_cli
-from analysis import fit as fit_cli
-from analysis import merge as merge_cli
+from analysis import compare as compare_cli, merge as merge_cli
+from analysis.fit import cli as fit_cli
+from harness.document import CELL_AXES, read_results, read_run
 from analysis.dataset import document_machines, input_machines, read_inputs
 from coldstart.cli import run_cli
-from harness.document import read_results, read_run
 from harness.schema import cell_stats, matrix_cells, read_json
 
 DATA = Path(__file__).parent / "data"
@@ -84,7 +83,7 @@ def _run_fields(doc_path: Path) -> dict:
 def _ids(path: Path) -> list[str]:
     doc = read_json(path)
     return [b["param"] for b in doc["benchmarks"]] + [
-        "-".join(f"{a}={r[a]}" for a in merge_cli.CELL_AXES)
+        "-".join(f"{a}={r[a]}" for a in CELL_AXES)
         for r in doc["coldstart"]["unrecorded"]]
 
 
@@ -100,9 +99,9 @@ def _another_machine(i: int, doc: dict) -> None:
 
 
 def test_cell_axes_are_the_matrix_axes():
-    from benchmarks.matrix import AXES
+    from benchmarks.matrix.plan import AXES
 
-    assert merge_cli.CELL_AXES == AXES
+    assert CELL_AXES == AXES
 
 
 def test_shards_merge_into_the_run_they_were_cut_from(tmp_path, capsys):

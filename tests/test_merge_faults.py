@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from analysis import merge as merge_cli
-from benchmarks.matrix import select
+from benchmarks.matrix.plan import select
 from coldstart.cli import run_cli
 from harness.document import read_run
 from harness.schema import DOCUMENT_KEY, BootResult, matrix_cells

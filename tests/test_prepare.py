@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness import boot
-from harness.boot import BootSpec, prepare_boot
+from harness.spec import BootSpec, cache_home
+from harness.boot import prepare_boot
 
 
 def _model(tmp_path: Path) -> Path:
@@ -77,7 +78,7 @@ def test_a_measured_cold_boot_replaces_a_warm_cache_kept_before(tmp_path, monkey
 
     monkeypatch.setenv("COLDSTART_CACHE_DIR", str(tmp_path / "home"))
     spec = BootSpec(model="m", model_path=_model(tmp_path), compile_cache="cold")
-    stale = _aot_cache(boot.cache_home() / "compile-cache" / spec.compile_cache_key(),
+    stale = _aot_cache(cache_home() / "compile-cache" / spec.compile_cache_key(),
                        KEY_OTHER_VENV)
     (stale / "primed.json").write_text("{}")
     work = tmp_path / "work"

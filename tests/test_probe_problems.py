@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from benchmarks import check
-from benchmarks.matrix import Cell
+from benchmarks.matrix.plan import Cell
 from benchmarks.test_cold_start import check_cell
 from harness.document import write_run
 from harness.schema import BootResult, benchmark_entry, new_document

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import _envs, gate
-from benchmarks.matrix import Cell
+from benchmarks.matrix.plan import Cell
 from harness.schema import BootResult, benchmark_entry, measured_walls, new_document
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,11 @@ from pathlib import Path
 import pytest
 
 from analysis import compare
-from analysis.report import main, render_comparison, render_run
+from analysis.changes import failing_changes
+from analysis.metrics import NO_SUBPHASE, median_of_rounds
+from analysis.report.cli import main
+from analysis.report.comparison_page import render_comparison
+from analysis.report.run_page import render_run
 from harness.document import read_results
 from harness.schema import PHASE_NAMES
 
@@ -97,7 +101,7 @@ def test_run_page_shows_every_cell_with_its_median_phases() -> None:
         rounds = read_results(RUN, all_rounds=True)
         rounds = [r for r in rounds if r.compile_cache == bench["params"]["compile_cache"]]
         for phase in PHASE_NAMES:
-            median = compare.median_of_rounds(rounds, phase)
+            median = median_of_rounds(rounds, phase)
             if median is not None:
                 assert f"{median:.2f}" in text
     # The machine and the versions the run recorded.
@@ -158,7 +162,7 @@ def test_comparison_page_shows_compares_verdict(tmp_path: Path) -> None:
         assert code == gate
         decided = compare.decide(BASE, RUN, strict=strict)
         changes, verdict = decided.changes, decided.verdict
-        failing = compare.failing_changes(changes, strict=strict)
+        failing = failing_changes(changes, strict=strict)
         page = _Page(page_html)
         text = page.all_text
         # The verdict heads the page, with every reason and the command that would decide it.
@@ -235,13 +239,6 @@ def test_cli_writes_the_pages_and_refuses_bad_input(tmp_path: Path, capsys) -> N
             and says in said[0], said
 
 
-def test_the_fit_report_stays_reachable() -> None:
-    from analysis import fit_report, report
-
-    assert report.write_markdown is fit_report.write_markdown
-    assert report.print_terminal is fit_report.print_terminal
-
-
 def test_page_cache_pairs_are_drawn_beside_the_storage_floor(tmp_path: Path) -> None:
     # No committed run has evicted cells yet: the real run's cells relabelled (warm compile
     # cache -> page cache evicted, with the floor the benchmark records) exercise the section.
@@ -283,7 +280,7 @@ def test_the_run_page_and_the_comparison_state_one_median() -> None:
     assert read_results(GATE_NEW)[0].phases["model_loading"] == pytest.approx(1.507, abs=1e-3)
     shown = 0
     for phase in PHASE_NAMES:
-        median = compare.median_of_rounds(rounds, phase)
+        median = median_of_rounds(rounds, phase)
         if median is None:
             continue
         on_run = run.column(SHORT[phase], "state", "measured")
@@ -376,12 +373,12 @@ def test_the_comparison_says_where_a_phase_change_went(tmp_path: Path) -> None:
     compare.main([str(BASE), str(RUN), "--json", str(out)])
     doc = json.loads(out.read_text())
     rest_rows = [d for d in doc["details"] if d["phase"] == "model_loading"
-                 and d["part"] == compare.NO_SUBPHASE]
+                 and d["part"] == NO_SUBPHASE]
     assert sorted(d["change_s"] for d in rest_rows) == pytest.approx(sorted(rest.values()))
     assert any("is in no sub-phase" in w["line"] for w in doc["where_changes_went"])
     # Sub-phases that overlap (other processes' bootstrap stretches) leave no remainder.
     assert not [d for d in doc["details"] if d["phase"] == "framework_bootstrap"
-                and d["part"] == compare.NO_SUBPHASE]
+                and d["part"] == NO_SUBPHASE]
 
 
 def test_a_committed_run_with_its_events_shows_the_timeline() -> None:
@@ -419,21 +416,21 @@ def test_every_template_ships_with_the_package() -> None:
 
     root = Path(__file__).parent.parent
     globs = tomllib.loads((root / "pyproject.toml").read_text()
-                          )["tool"]["setuptools"]["package-data"]["analysis"]
-    templates = [p.relative_to(root / "analysis")
-                 for p in (root / "analysis" / "templates").iterdir()]
+                          )["tool"]["setuptools"]["package-data"]["analysis.report"]
+    templates = [p.relative_to(root / "analysis" / "report")
+                 for p in (root / "analysis" / "report" / "templates").iterdir()]
     assert {"report_run.html.j2", "report_comparison.html.j2"} <= {p.name for p in templates}
     assert [p for p in templates if not any(p.match(g) for g in globs)] == []
 
 
 def test_the_pages_do_not_import_the_fit() -> None:
-    # analysis.fit's main imports analysis.report; the fit's report (re-exported there) is
-    # imported only when asked for, so the pages import no fit and there is no cycle.
+    # The pages need no fit: importing them imports neither analysis.fit nor its markdown
+    # report.
     import subprocess
     import sys
 
     code = ("import sys, analysis.report; "
-            "print(sorted(m for m in ('analysis.fit', 'analysis.fit_report') if m in sys.modules))")
+            "print(sorted(m for m in ('analysis.fit', 'analysis.fit.markdown') if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr

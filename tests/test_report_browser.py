@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from analysis import compare
-from analysis.report import render_comparison, render_run
+from analysis.report.comparison_page import render_comparison
+from analysis.report.run_page import render_run
 from analysis.verdict import verdict_lines
 
 DATA = Path(__file__).parent / "data"
@@ -177,7 +178,7 @@ def test_hostile_strings_run_nothing_in_chromium(browser, tmp_path: Path) -> Non
 def test_the_checks_catch_a_page_that_fetches_or_runs_script(browser, tmp_path: Path) -> None:
     # What _check rejects, so the tests above cannot pass on a page that reaches out: a
     # request to a network address is logged (the report's policy also blocks it, an error).
-    from analysis.report import CSP
+    from analysis.report.page import CSP
 
     page = tmp_path / "fetches.html"
     page.write_text(f'<html><head><meta http-equiv="Content-Security-Policy" content="{CSP}">'

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.boot import BootSpec, run_boot
+from harness.boot import run_boot
+from harness.spec import BootSpec
 from harness.correctness import judge_compile_cache
 from harness.registry import expected_compile_cache
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.fit_summary import summarize
-from analysis.report_run import render_run
+from analysis.fit.summary import summarize
+from analysis.report.run_page import render_run
 from harness.document import read_results
 
 DATA = Path(__file__).resolve().parents[1] / "docs" / "data"

@@ -13,7 +13,7 @@ import pytest
 from harness.document import write_run
 from harness.evidence import Evidence, Settings
 from harness.interpret import ProcessOutcome, interpret_boot
-from harness.logs import read_boots
+from harness.logs.reader import read_boots
 from harness.processes import GroupWatch
 from harness.schema import BootResult, new_document
 from harness.secrets import (

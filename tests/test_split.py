@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("pytest_split")
 
-from benchmarks.matrix import Cell, select  # noqa: E402
+from benchmarks.matrix.plan import Cell, select  # noqa: E402
 from benchmarks.split import estimate_s, fill_estimates  # noqa: E402
 from harness.schema import read_json  # noqa: E402
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.logs import read_log
+from harness.logs.reader import read_log
 from harness.schema import PHASE_NAMES, BootResult, benchmark_entry, new_document
 from harness.trace import PHASES_PID, UNKNOWN_PID, chrome_trace, main
 

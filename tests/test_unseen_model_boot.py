@@ -28,7 +28,7 @@ MAX_ERROR_SHARE = 0.15
 
 @pytest.fixture(scope="module")
 def scaling_fit(tmp_path_factory) -> dict:
-    from analysis.fit import main as fit_main
+    from analysis.fit.cli import main as fit_main
 
     out = tmp_path_factory.mktemp("scaling-fit")
     assert fit_main([str(SCALING), "--features", str(FEATURES), "--out-dir", str(out),
@@ -43,7 +43,8 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     from analysis.predict import main as predict_main
     from benchmarks.calibrate import reference_models, run_calibration, this_machine
     from fixtures.build import ensure_model
-    from harness.boot import BootSpec, installed_vllm_version, run_boot
+    from harness.boot import run_boot
+    from harness.spec import BootSpec, installed_vllm_version
     from harness.document import read_results
 
     doc = scaling_fit["predictor"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.predictor_file import load_predictor
-from coldstart.cli import InputError
+from coldstart.errors import InputError
 
 __all__ = ["ALIASES", "PACKAGE_DIR", "DEFAULT_GPU", "shipped_names", "shipped_file",
            "resolve_fit", "describe_predictor", "describe_calibration", "list_lines"]

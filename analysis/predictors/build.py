@@ -28,7 +28,8 @@ from typing import Any
 from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
-from coldstart.cli import InputError, run_program
+from coldstart.cli import run_program
+from coldstart.errors import InputError
 from harness.dates import written_at
 
 __all__ = ["RECIPES", "Recipe", "REPO_ROOT", "build_document", "build_all", "undated",
@@ -105,7 +106,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
 
 def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
     """The predictor document of a recipe: ``analysis.fit``'s, with its provenance."""
-    from analysis import fit
+    from analysis.fit import cli as fit
 
     missing = [p for p in (*recipe.results, recipe.study, recipe.study_logs, recipe.features)
                if p and not (root / p).exists()]

@@ -1,0 +1,142 @@
+"""What a start-up log's facts say about the boot: typed fact values, the compile cache's
+state, the engine configuration vLLM resolved, and whether CUDA-graph capture applies."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from harness.registry.patterns import PLATFORM_OF_PLUGIN, VERSION_CLUES
+from harness.logs.normalise import gib
+
+__all__ = ["fact_value", "compile_disabled", "compile_cache_state", "engine_config",
+           "capture_not_applicable", "resolve_platform", "version_range", "parallel_ranks"]
+
+# Process tags that name a rank: "(Worker_TP1_PP0 pid=..)" and "(VllmWorker TP3 pid=..)"
+# (vLLM adds _TPn only where tensor parallelism is over 1, _PPn where pipeline parallelism
+# is), "(VllmWorker rank=3 pid=..)" and a traceback's "[rank3]:" (the global rank).
+_TP_TAG = re.compile(r"[_ ]TP(\d+)\b")
+_PP_TAG = re.compile(r"[_ ]PP(\d+)\b")
+_RANK_TAG = re.compile(r"\brank=(\d+)\s+pid=|\[rank(\d+)\]:")
+
+
+def fact_value(key: str, found: re.Match[str]) -> Any:
+    value = found.groupdict().get("value")
+    if value is None:
+        return True
+    if key == "cuda_graph_sizes":
+        return sorted(int(v) for v in re.findall(r"\d+", value))
+    if key in ("weights_gib", "kv_cache_gib"):
+        return gib(value, found.groupdict().get("unit"))
+    if key in ("cfg_max_model_len", "cfg_tensor_parallel_size", "cfg_pipeline_parallel_size"):
+        return int(value)
+    if key == "cfg_enable_prefix_caching":
+        return value == "True"
+    if key == "cfg_quantization" and value == "None":
+        return None
+    if key == "kv_cache_tokens":
+        return int(value.replace(",", ""))
+    if key == "enforce_eager":
+        return value == "True"
+    return value.strip()
+
+
+def compile_disabled(facts: dict[str, Any]) -> bool:
+    return facts.get("compilation_level") == "0" or facts.get("compilation_mode") in ("NONE", "0")
+
+
+def compile_cache_state(facts: dict[str, Any]) -> str:
+    # The most specific observation wins: a disabled cache compiles (a miss) by design, and a
+    # load failure is followed by a compile.
+    if compile_disabled(facts):
+        return "not_applicable"
+    for observed in ("disabled", "load_failure", "miss", "hit"):
+        if f"compile_cache_{observed}" in facts:
+            return observed
+    return "unknown"
+
+
+def engine_config(facts: dict[str, Any]) -> dict[str, Any]:
+    """The engine configuration vLLM resolved and reported in its log: max_model_len, dtype,
+    quantization, TP / PP size, prefix caching, KV-cache dtype, capture sizes (their number
+    is a feature of the study's graph-capture model), KV-cache tokens and GiB."""
+    out = {k.removeprefix("cfg_"): v for k, v in facts.items() if k.startswith("cfg_")}
+    for key in ("enforce_eager", "kv_cache_tokens", "kv_cache_gib"):
+        if key in facts:
+            out[key] = facts[key]
+    if "cuda_graph_sizes" in facts:
+        out["cudagraph_capture_sizes"] = facts["cuda_graph_sizes"]
+        out["num_capture_sizes"] = len(facts["cuda_graph_sizes"])
+    # Rank tags give a floor, not the size: a paste may leave the highest ranks out.
+    for key, ranks, floor in (("tensor_parallel_size", "tp_ranks_seen", 2),
+                              ("pipeline_parallel_size", "pp_ranks_seen", 2),
+                              ("world_size", "ranks_seen", 1)):
+        at_least = max(max(facts.get(ranks) or [-1]) + 1, floor)
+        if key not in out and facts.get(ranks) and at_least > 1:
+            out[f"{key}_at_least"] = at_least
+    return out
+
+
+def parallel_ranks(prefixes: Iterable[str]) -> dict[str, list[int]]:
+    """The tensor-parallel, pipeline-parallel and global ranks the lines' process tags name
+    (``tp_ranks_seen``, ``pp_ranks_seen``, ``ranks_seen``), each where the log shows one."""
+    seen: dict[str, set[int]] = {"tp_ranks_seen": set(), "pp_ranks_seen": set(),
+                                 "ranks_seen": set()}
+    for prefix in prefixes:
+        seen["tp_ranks_seen"].update(int(n) for n in _TP_TAG.findall(prefix))
+        seen["pp_ranks_seen"].update(int(n) for n in _PP_TAG.findall(prefix))
+        seen["ranks_seen"].update(int(a or b) for a, b in _RANK_TAG.findall(prefix))
+    return {key: sorted(ranks) for key, ranks in seen.items() if ranks}
+
+
+def resolve_platform(facts: dict[str, Any], clues: list[str], sources: list[str]) -> None:
+    """Where no line states the platform ("Automatically detected platform", the config's
+    device_config), the one an activated platform plugin runs on, else the one the lines
+    name (``registry.PLATFORM_CLUES``; the first named where several are), else the one the
+    lines' source files belong to. ``facts["platform_from"]`` says which."""
+    if "platform" in facts:
+        return
+    plugin = PLATFORM_OF_PLUGIN.get(str(facts.get("platform_plugin", "")).lower())
+    for value, why in ((plugin, "its platform plugin line ('Platform plugin X is activated')"),
+                       (clues[0] if clues else None, "the lines that name it "
+                        "(vllm-ascend, habana, intel_extension_for_pytorch, aiter, torch_xla, ...)"),
+                       (sources[0] if sources else None, "the source files of its lines")):
+        if value is not None:
+            facts["platform"], facts["platform_from"] = value, why
+            return
+
+
+def version_range(clues: set[str]) -> tuple[str, list[str]] | None:
+    """The releases a log's format and wording allow (``registry.VERSION_CLUES``): a PEP 440
+    specifier set and the clues it rests on; None where no clue shows or they disagree."""
+    shown = [(spec, why) for name, spec, why in VERSION_CLUES if name in clues]
+    if not shown:
+        return None
+    lower: Version | None = None
+    upper: Version | None = None
+    for spec, _ in shown:
+        for bound in SpecifierSet(spec):
+            at = Version(bound.version)
+            if bound.operator == ">=" and (lower is None or at > lower):
+                lower = at
+            elif bound.operator == "<" and (upper is None or at < upper):
+                upper = at
+    if lower is not None and upper is not None and lower >= upper:
+        return None
+    parts = [f">={lower}" if lower else "", f"<{upper}" if upper else ""]
+    return ",".join(p for p in parts if p), [why for _, why in shown]
+
+
+def capture_not_applicable(facts: dict[str, Any]) -> str | None:
+    """Why CUDA-graph capture does not apply to this boot, or None where it does."""
+    platform = str(facts.get("platform", "")).lower() or None
+    # vllm-ascend captures ACL graphs through the same capture_model ("Graph capturing").
+    if platform is not None and platform not in ("cuda", "rocm", "npu"):
+        return f"no CUDA graphs on {platform}"
+    if facts.get("enforce_eager") is True:
+        return "enforce_eager"
+    return None
