@@ -103,3 +103,158 @@ def test_no_private_name_is_imported_from_another_module():
                     and module in MODULES and module != name:
                 private.append(f"{name} imports {module}.{imported}")
     assert not private, "\n".join(sorted(private))
+
+
+# ----------------------------------------------------------------- packages by job (issue 30)
+PREFIXES = ("fit_", "report_", "log_", "matrix_", "matrixfile")
+# A leaf name two layers both use, and why that is not two meanings.
+SHARED_LEAVES = {
+    "__main__": "each package's program (python -m PACKAGE)",
+    "schema": "coldstart.schema is the front door's `schema` verb, which prints harness.schema's "
+              "models",
+}
+LAYERS = ("coldstart.cli", "fixtures", "harness", "analysis", "benchmarks", "deploy", "coldstart")
+# An import of a higher layer, each with its reason.
+UPWARD = {
+    ("analysis.merge", "benchmarks.matrix.plan"):
+        "merge --matrix names the cells a matrix expects (imported when asked for)",
+}
+# What boots vLLM or drives its processes: the analysis side never reaches it.
+BOOTING = ("harness.boot", "harness.launch", "harness.processes", "harness.pagecache",
+           "harness.__main__", "harness._child")
+TEST_FILES = {f"tests.{p.stem}": p for p in sorted((ROOT / "tests").glob("*.py"))}
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _defined(body: list[ast.stmt]) -> set[str]:
+    """The names a module's own statements bind (not its imports)."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target,
+                                                                            ast.Name):
+            names.add(node.target.id)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)):
+            names |= _defined([*node.body, *getattr(node, "orelse", []),
+                               *getattr(node, "finalbody", []),
+                               *(s for h in getattr(node, "handlers", []) for s in h.body)])
+    return names
+
+
+DEFINED = {name: _defined(ast.parse(path.read_text()).body) for name, path in MODULES.items()}
+
+
+def _layer(name: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS)
+                if name == layer or name.startswith(f"{layer}."))
+
+
+def _reachable(start: str) -> set[str]:
+    """Every module importing ``start`` imports, its packages' ``__init__``s included."""
+    seen, todo = set(), [start]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        above = {".".join(parts[:i]) for i in range(1, len(parts))} & set(MODULES)
+        for target in GRAPH.get(name, set()) | above:
+            if target not in seen:
+                seen.add(target)
+                todo.append(target)
+    return seen
+
+
+def test_no_prefix_stands_in_for_a_package():
+    prefixed = [name for name, path in MODULES.items()
+                if path.name != "__init__.py" and path.stem.startswith(PREFIXES)]
+    assert not prefixed, f"a package by job, not a prefix: {prefixed}"
+
+
+def test_a_module_name_means_one_thing_across_the_layers():
+    leaves: dict[str, list[str]] = {}
+    for name in MODULES:
+        parts = name.split(".")
+        if len(parts) == 2:
+            leaves.setdefault(parts[1], []).append(name)
+    twice = {leaf: names for leaf, names in leaves.items()
+             if len(names) > 1 and leaf not in SHARED_LEAVES}
+    assert not twice, twice
+
+
+def _from_imports(path: Path):
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and not node.level and node.module in MODULES:
+            yield node.module, node.names, node.lineno
+
+
+def names_passed_through(files: dict[str, Path]) -> list[str]:
+    """``from X import name`` where X neither defines ``name`` nor is a package."""
+    wrong = []
+    for path in files.values():
+        for module, aliases, line in _from_imports(path):
+            if _is_package(module):
+                continue
+            for alias in aliases:
+                if alias.name not in DEFINED[module] and f"{module}.{alias.name}" not in MODULES:
+                    wrong.append(f"{path}:{line}: {alias.name} from {module}")
+    return wrong
+
+
+def test_a_name_is_imported_from_the_module_that_defines_it():
+    """One import path per name: from the module that defines it, or through a package's
+    ``__init__`` (the only modules that re-export)."""
+    wrong = names_passed_through({**MODULES, **TEST_FILES, "conftest": ROOT / "conftest.py"})
+    assert not wrong, "\n".join(wrong)
+
+
+def test_a_name_passed_through_is_seen(tmp_path):
+    # harness.schema imports Evidence from harness.evidence, where it is defined
+    module = tmp_path / "passing.py"
+    module.write_text("from harness.evidence import Evidence\nfrom harness.schema import Evidence\n")
+    assert [w.split(": ", 1)[1] for w in names_passed_through({"passing": module})] == [
+        "Evidence from harness.schema"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if MODULES[n].name not in (
+    "__init__.py", "__main__.py")))
+def test_only_a_package_init_re_exports(name):
+    tree = ast.parse(MODULES[name].read_text())
+    exported = next((node.value for node in tree.body if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)), None)
+    if exported is None:
+        return
+    names = {e.value for e in getattr(exported, "elts", []) if isinstance(e, ast.Constant)}
+    assert names <= DEFINED[name], f"{name} re-exports {sorted(names - DEFINED[name])}"
+
+
+def test_each_package_by_job_has_one_all_in_its_init():
+    for package in ("analysis.fit", "analysis.report", "analysis.features", "harness.logs",
+                    "harness.spans", "harness.registry", "benchmarks.matrix"):
+        tree = ast.parse(MODULES[package].read_text())
+        alls = [n for n in tree.body if isinstance(n, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in n.targets)]
+        assert len(alls) == 1, package
+
+
+def test_imports_go_down_the_layers():
+    upward = sorted(f"{a} -> {b}" for a, targets in GRAPH.items() for b in targets
+                    if _layer(b) > _layer(a) and (a, b) not in UPWARD)
+    assert not upward, "\n".join(upward)
+    stale = [pair for pair in UPWARD if pair[1] not in GRAPH.get(pair[0], ())]
+    assert not stale, f"allowed but not made any more: {stale}"
+
+
+def test_the_analysis_side_never_reaches_what_boots():
+    reached = {name: _reachable(name) & set(BOOTING) for name in MODULES
+               if name.startswith("analysis")}
+    assert not {k: v for k, v in reached.items() if v}, reached
+
+
+def test_a_boot_reached_from_the_analysis_side_is_seen(monkeypatch):
+    monkeypatch.setitem(GRAPH, "analysis.table", {*GRAPH["analysis.table"], "harness.boot"})
+    assert "harness.boot" in _reachable("analysis.table")
