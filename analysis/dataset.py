@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures
 from analysis.features.model_folder import boot_features
 from analysis.storage import row_load_bandwidth

@@ -41,7 +41,7 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures
 from analysis.features.study_models import study_entry_features
 from coldstart.cli import check_output, run_program

@@ -171,7 +171,7 @@ class Preflight:
 
     def _hub_problem(self, repo: str, revision: str | None, token: str | None,
                      env: Mapping[str, str]) -> str | None:
-        from analysis.errors import FeatureError
+        from coldstart.errors import FeatureError
 
         if _cached_weights(repo, revision):
             return None  # vLLM boots it from the cache, hub or not

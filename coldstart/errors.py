@@ -5,7 +5,7 @@ Only the standard library is imported here."""
 
 from __future__ import annotations
 
-__all__ = ["UserError", "InputError", "UsageError", "USER_ERRORS"]
+__all__ = ["UserError", "InputError", "UsageError", "FeatureError", "USER_ERRORS"]
 
 
 class UserError(Exception):
@@ -26,3 +26,7 @@ class UsageError(InputError):
 # The OS errors come from paths given on the command line: a missing input, an output folder
 # that does not exist or is a file, no permission, a read-only file system, a full disk.
 USER_ERRORS: tuple[type[BaseException], ...] = (UserError, OSError)
+
+
+class FeatureError(UserError, ValueError):
+    """A model folder or feature file that cannot give the features asked for."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures, feature_value
 from analysis.features.model_files import (
     ESTIMATED_COMPILED_KIB_PER_LAYER,

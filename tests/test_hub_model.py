@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from analysis.features import hub_model
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from analysis.features.model_files import read_safetensors_header
 from analysis.features.model_folder import from_model_dir
 from analysis.features.sources import load_features

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from benchmarks.matrix.plan import load_plan
 from benchmarks.preflight import Preflight, cell_gpus
 

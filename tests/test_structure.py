@@ -113,11 +113,13 @@ SHARED_LEAVES = {
     "schema": "coldstart.schema is the front door's `schema` verb, which prints harness.schema's "
               "models",
 }
-LAYERS = ("coldstart.cli", "fixtures", "harness", "analysis", "benchmarks", "deploy", "coldstart")
+LAYERS = ("coldstart.errors", "coldstart.cli", "fixtures", "harness", "analysis", "benchmarks", "deploy", "coldstart")
 # An import of a higher layer, each with its reason.
 UPWARD = {
     ("analysis.merge", "benchmarks.matrix.plan"):
         "merge --matrix names the cells a matrix expects (imported when asked for)",
+    ("analysis.features.cli", "benchmarks.matrix.plan"):
+        "features --matrix takes a hub model's revision from the matrix (imported when asked for)",
 }
 # What boots vLLM or drives its processes: the analysis side never reaches it.
 BOOTING = ("harness.boot", "harness.launch", "harness.processes", "harness.pagecache",

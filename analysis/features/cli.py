@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from analysis.features.model_folder import boot_features
 from coldstart.cli import check_output, progress_name, run_program
 from harness.document import read_results

@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from harness.schema import read_json
 
 __all__ = ["HYBRID_ARCHITECTURE_MARKERS", "LAYER_KEYS", "TORCH_DTYPE_BYTES", "architecture_of",

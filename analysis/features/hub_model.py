@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import urlparse
 from urllib.request import getproxies
 
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures
 from analysis.features.model_files import tokenizer_bytes_of
 from analysis.features.model_folder import (

@@ -12,7 +12,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from analysis.errors import FeatureError
+from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures
 from analysis.features.hf_config import (
     architecture_of,
