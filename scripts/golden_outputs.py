@@ -120,15 +120,16 @@ def run(name: str, argv: list[str], out: Path, env: dict[str, str]) -> None:
 
 
 def unplaced(out: Path) -> None:
-    """This run's folder, wherever a text file names it, as OUT."""
+    """This run's folder, wherever a text file names it, as OUT, and the checkout's as ROOT:
+    two checkouts of one commit (before and after a change, in two folders) compare equal."""
     for path in out.rglob("*"):
         if path.is_file():
             try:
                 text = path.read_text()
             except UnicodeDecodeError:
                 continue  # a figure
-            if str(out) in text:
-                path.write_text(text.replace(str(out), "OUT"))
+            if str(out) in text or str(ROOT) in text:
+                path.write_text(text.replace(str(out), "OUT").replace(str(ROOT), "ROOT"))
 
 
 def unclocked(path: Path) -> None:
