@@ -27,20 +27,10 @@ from harness import schema
 from harness.logs.reader import read_boots
 
 PUBLIC = Path(__file__).resolve().parent / "data" / "logs" / "public"
+from harness.logs.check import agrees, value_of
+
 MANIFEST = json.loads((PUBLIC / "manifest.json").read_text(encoding="utf-8"))
 LOGS = MANIFEST["logs"]
-
-
-def _value(result: schema.BootResult, target: str) -> float | None:
-    if target == "printed_total":
-        return result.printed_total_s
-    if "." in target:
-        return result.subphases.get(target)
-    return result.phases.get(target)
-
-
-def _agrees(got: float | None, printed: float) -> bool:
-    return got is not None and abs(got - printed) <= 0.05 * printed + 0.05
 
 
 def render_readme() -> str:
@@ -108,8 +98,8 @@ def test_public_log(entry: dict) -> None:
     for words, printed, target, _ in entry["printed"]:
         if target is None:
             continue
-        got = _value(result, target)
-        if not _agrees(got, printed):
+        got = value_of(result, target)
+        if not agrees(got, printed):
             wrong.append(f"{target}: printed {printed} ({words}), read {got}")
     assert not wrong, wrong
     assert result.evidence.facts["engine"] == entry["engine"]
@@ -130,7 +120,7 @@ def test_corpus_agreement_count() -> None:
         for _, printed, target, _ in entry["printed"]:
             if target:
                 mapped += 1
-                agreed += _agrees(_value(result, target), printed)
+                agreed += agrees(value_of(result, target), printed)
     assert mapped >= 60
     assert agreed == mapped
 

@@ -58,7 +58,7 @@ class LogOutcome:
         return sum(o.reproduced for o in self.durations)
 
 
-def _value(result: schema.BootResult, target: str) -> float | None:
+def value_of(result: schema.BootResult, target: str) -> float | None:
     if target == "printed_total":
         return result.printed_total_s
     if "." in target:
@@ -103,7 +103,7 @@ def check_entry(folder: Path, entry: dict[str, Any]) -> LogOutcome:
         elif boot is not None and not 1 <= boot <= len(boots):
             got = None
         else:
-            got = _value(boots[(boot or len(boots)) - 1], target)
+            got = value_of(boots[(boot or len(boots)) - 1], target)
         out.durations.append(Outcome(words, printed, target, boot, got, agrees(got, printed)))
     last = boots[-1]
     out.facts["engine"] = {"expected": entry.get("engine"),
