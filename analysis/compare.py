@@ -85,9 +85,10 @@ from analysis.changes import (
 )
 from analysis.dataset import cell_identities, machine_differences, machine_identity
 from analysis.metrics import cell_of_boot
-from coldstart.cli import check_output, console_width, progress_name, run_program
-from coldstart.errors import InputError
 from analysis.verdict import Verdict, gate_command, judge, verdict_lines
+from coldstart.cli import check_output, progress_name, run_program
+from coldstart.console import console_width
+from coldstart.errors import InputError
 from harness.document import RunDocument, cell_axes, read_cells
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
 

@@ -18,10 +18,10 @@ import statistics
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures
 from analysis.features.model_folder import boot_features
 from analysis.storage import row_load_bandwidth
+from coldstart.errors import FeatureError
 from harness.document import RunCell, RunDocument, boot_of, read_cells, recorded_facts
 from harness.schema import PHASE_NAMES, BootResult, gpu_models
 

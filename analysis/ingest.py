@@ -30,8 +30,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from coldstart.cli import check_output, run_program, unreadable
-from coldstart.errors import InputError
+from coldstart.cli import check_output, run_program
+from coldstart.errors import InputError, unreadable
 from harness.document import write_run
 from harness.logs.reader import not_a_log, read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document

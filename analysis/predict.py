@@ -32,10 +32,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from analysis.dataset import CONFIG_FIELDS, config_label
-from analysis.features.sources import like_training, load_features
 from analysis.features.hf_config import TORCH_DTYPE_BYTES
 from analysis.features.model_features import ModelFeatures, feature_parts, feature_value, trait_kind
-from analysis.regression import PhaseModel, Prediction, combine_predictions
+from analysis.features.sources import like_training, load_features
 from analysis.predictor_file import load_predictor
 from analysis.predictors import (
     describe_calibration,
@@ -44,8 +43,10 @@ from analysis.predictors import (
     resolve_fit,
     shipped_names,
 )
+from analysis.regression import PhaseModel, Prediction, combine_predictions
 from analysis.storage import predicted_storage, uses_load_bandwidth, with_load_bandwidth
-from coldstart.cli import check_output, console_width, run_program
+from coldstart.cli import check_output, run_program
+from coldstart.console import console_width
 from coldstart.errors import InputError, UsageError
 from harness.schema import validation_summary
 

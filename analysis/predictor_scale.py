@@ -28,10 +28,10 @@ import math
 from datetime import datetime, timezone
 from typing import Any
 
-from analysis.features.sources import like_training
 from analysis.features.model_features import ModelFeatures, feature_value
-from analysis.regression import PhaseModel
+from analysis.features.sources import like_training
 from analysis.predict import predict_features
+from analysis.regression import PhaseModel
 from analysis.storage import (
     boot_load_bandwidth,
     predicted_storage,

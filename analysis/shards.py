@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from coldstart.cli import unreadable
+from coldstart.errors import unreadable
 from harness.document import (
     CellInfo,
     RunDocument,

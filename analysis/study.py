@@ -41,10 +41,10 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures
 from analysis.features.study_models import study_entry_features
 from coldstart.cli import check_output, run_program
+from coldstart.errors import FeatureError
 from harness.document import write_run
 from harness.logs.reader import read_log
 from harness.schema import (

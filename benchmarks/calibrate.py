@@ -23,11 +23,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from analysis.predictor_scale import calibrate_predictor
 from analysis.dataset import CONFIG_FIELDS, info_identity
 from analysis.features.model_folder import boot_features
 from analysis.predict import choose_group
 from analysis.predictor_file import load_predictor, write_predictor
+from analysis.predictor_scale import calibrate_predictor
 from analysis.predictors import describe_calibration, resolve_fit
 from coldstart.cli import check_output, run_program
 from coldstart.errors import InputError

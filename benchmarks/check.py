@@ -15,8 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from benchmarks.matrix.plan import AXES, select, split_values
 from analysis.verdict import EXIT_INCONCLUSIVE
+from benchmarks.matrix.plan import AXES, select, split_values
 from coldstart.cli import progress_name, run_program
 from coldstart.errors import InputError
 from harness.document import AXIS_OPTIONS, read_run

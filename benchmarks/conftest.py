@@ -33,10 +33,10 @@ from typing import Any
 import pytest
 
 from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, Plan, cell_from_params, split_values
-from harness.document import AXIS_OPTIONS, CellsLogLine, write_run
 from benchmarks.preflight import Preflight, mark_cannot_boot_here, plan_here
 from benchmarks.resume import resumable_entries
 from benchmarks.split import ShardPlugin
+from harness.document import AXIS_OPTIONS, CellsLogLine, write_run
 from harness.schema import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,

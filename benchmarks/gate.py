@@ -36,6 +36,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from analysis.changes import fewest_rounds
+from analysis.verdict import EXIT_INCONCLUSIVE
 from benchmarks._envs import Release, default_package, ensure_env, parse_release
 from benchmarks._rounds import (
     PytestSlot,
@@ -52,8 +54,6 @@ from benchmarks._rounds import (
 from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, select, split_values
 from coldstart.cli import parser_for, report_error, run_program
 from coldstart.errors import USER_ERRORS, UserError
-from analysis.changes import fewest_rounds
-from analysis.verdict import EXIT_INCONCLUSIVE
 from harness.document import AXIS_OPTIONS, write_run
 from harness.machine import gpus
 from harness.registry import WrapTarget

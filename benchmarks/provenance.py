@@ -14,8 +14,8 @@ from typing import Any
 
 import psutil
 
-from harness.spec import installed_version, installed_vllm_version
 from harness.machine import cpu_identity, gpus
+from harness.spec import installed_version, installed_vllm_version
 
 
 def storage_of(path: Path) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from coldstart.cli import progress_name, run_program, unreadable
-from coldstart.errors import InputError
+from coldstart.cli import progress_name, run_program
+from coldstart.errors import InputError, unreadable
 
 PYPI_JSON = "https://pypi.org/pypi/{package}/json"
 MODULE = "benchmarks.release_pick"

@@ -14,13 +14,13 @@ from benchmarks.matrix.plan import Cell
 from harness import pagecache
 from harness.boot import discard_work_dir, prepare_boot
 from harness.compile_cache import keep_as_warm_cache
-from harness.launch import launch_boot
-from harness.spec import BootError, BootSpec, installed_vllm_version
 from harness.correctness import judge_answer, judge_compile_cache
 from harness.document import headline_round
 from harness.evidence import WeightsFacts
+from harness.launch import launch_boot
 from harness.registry import LOADER_CLASSES, expected_compile_cache
 from harness.schema import NOT_APPLICABLE_PREFIX, BootResult, extra_info
+from harness.spec import BootError, BootSpec, installed_vllm_version
 
 MAX_RESIDUAL_SHARE = 0.05
 

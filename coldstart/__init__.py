@@ -1,41 +1,47 @@
 """The one front door: ``coldstart VERB [ARGS]``, one argparse command line with a
-subcommand per verb (as pyperf's).
+subcommand per verb (as pyperf's and asv's).
 
-Each verb is the program its module already is: the module exposes ``add_arguments(parser)``
-and ``run(args)``, which the front door calls on the verb's subparser, and its ``main`` is
-``python -m MODULE`` with the same options, the same one-line errors and exit codes
-(``coldstart.cli``). Only the chosen verb's module is imported, so ``coldstart --help`` reads
-no other and the analysis verbs work where vLLM is not installed.
+Each verb is a module of ``coldstart.commands`` (``coldstart.commands.gate_summary`` for
+``gate-summary``): a thin layer over the library that exposes ``add_arguments(parser)`` (its
+options) and ``run(args)`` (its body: parse, call the library, print, exit code). The library
+(harness, analysis, benchmarks, ...) holds no argparse and never imports this package but
+``coldstart.errors`` and ``coldstart.console``, the bottom layer. Only the chosen verb's
+module is imported, so ``coldstart --help`` reads no other and the analysis verbs work where
+vLLM is not installed.
+
+Two other forms are kept because the README and the paper's users run them:
+``pytest benchmarks/`` (``coldstart bench``) and ``python -m analysis.fit`` (``coldstart
+fit``): ``KEPT_FORMS``.
 """
 
 from __future__ import annotations
 
-# verb -> (module run as __main__, what it does). New programs join here: their module
-# exposes add_arguments(parser) and run(args) (coldstart.cli), as every one below does.
+# verb -> (its command module, what it does). New programs join here with a module of
+# coldstart.commands exposing add_arguments(parser) and run(args) (coldstart.cli).
 VERBS: dict[str, tuple[str, str]] = {
     "bench": ("benchmarks", "run the benchmark matrix: pytest benchmarks/ [pytest options]"),
-    "boot": ("harness", "one isolated boot of real vLLM, cut into phases -> BootResult JSON"),
-    "fixtures": ("fixtures", "list or build the model folders the benchmarks boot"),
-    "check": ("benchmarks.check", "check a benchmark JSON: every cell there, checks passed"),
-    "compact": ("benchmarks.compact", "shrink a benchmark JSON for committing"),
-    "overhead": ("benchmarks.overhead", "the probes' cost: probed vs unprobed boots"),
-    "table": ("analysis.table", "a run's phases as a markdown table"),
-    "fit": ("analysis.fit", "PCCs and one regressor per phase from runs -> predictor JSON"),
-    "predict": ("analysis.predict", "predict a model's start-up time from a predictor"),
-    "compare": ("analysis.compare", "compare two runs per cell and phase; gates CI"),
-    "features": ("analysis.features", "the features (parameters, bytes, layers) of the models of result files"),
-    "ingest": ("analysis.ingest", "read vLLM logs (production, the study's) into BootResults"),
-    "report": ("analysis.report", "a run, or two runs compared, as one self-contained HTML page"),
-    "trace": ("harness.trace", "a boot (or a run's cell) as Chrome trace-event JSON for Perfetto"),
-    "merge": ("analysis.merge", "merge the shards of one matrix (many machines) into one run"),
-    "release-pick": ("benchmarks.release_pick", "the releases a scheduled gate runs: PyPI's newest and the last gated"),
-    "gate": ("benchmarks.gate", "gate a new vLLM release: the same cells on both, interleaved"),
-    "gate-summary": ("benchmarks.gate_summary", "a gate's verdict as markdown for a CI job's summary; exits as the verdict"),
-    "history": ("benchmarks.history", "start-up time per phase over several vLLM releases"),
-    "study": ("analysis.study", "the study's published data as runs the analysis reads"),
-    "calibrate": ("benchmarks.calibrate", "scale a predictor to this machine by boots of two models it was fitted on"),
-    "predictors": ("analysis.predictors", "re-make (or --check) the shipped predictor files"),
-    "schema": ("coldstart.schema", "the JSON Schema of a document (boot result, matrix file, ...)"),
+    "boot": ("coldstart.commands.boot", "one isolated boot of real vLLM, cut into phases -> BootResult JSON"),
+    "fixtures": ("coldstart.commands.fixtures", "list or build the model folders the benchmarks boot"),
+    "check": ("coldstart.commands.check", "check a benchmark JSON: every cell there, checks passed"),
+    "compact": ("coldstart.commands.compact", "shrink a benchmark JSON for committing"),
+    "overhead": ("coldstart.commands.overhead", "the probes' cost: probed vs unprobed boots"),
+    "table": ("coldstart.commands.table", "a run's phases as a markdown table"),
+    "fit": ("coldstart.commands.fit", "PCCs and one regressor per phase from runs -> predictor JSON"),
+    "predict": ("coldstart.commands.predict", "predict a model's start-up time from a predictor"),
+    "compare": ("coldstart.commands.compare", "compare two runs per cell and phase; gates CI"),
+    "features": ("coldstart.commands.features", "the features (parameters, bytes, layers) of the models of result files"),
+    "ingest": ("coldstart.commands.ingest", "read vLLM logs (production, the study's) into BootResults"),
+    "report": ("coldstart.commands.report", "a run, or two runs compared, as one self-contained HTML page"),
+    "trace": ("coldstart.commands.trace", "a boot (or a run's cell) as Chrome trace-event JSON for Perfetto"),
+    "merge": ("coldstart.commands.merge", "merge the shards of one matrix (many machines) into one run"),
+    "release-pick": ("coldstart.commands.release_pick", "the releases a scheduled gate runs: PyPI's newest and the last gated"),
+    "gate": ("coldstart.commands.gate", "gate a new vLLM release: the same cells on both, interleaved"),
+    "gate-summary": ("coldstart.commands.gate_summary", "a gate's verdict as markdown for a CI job's summary; exits as the verdict"),
+    "history": ("coldstart.commands.history", "start-up time per phase over several vLLM releases"),
+    "study": ("coldstart.commands.study", "the study's published data as runs the analysis reads"),
+    "calibrate": ("coldstart.commands.calibrate", "scale a predictor to this machine by boots of two models it was fitted on"),
+    "predictors": ("coldstart.commands.predictors", "re-make (or --check) the shipped predictor files"),
+    "schema": ("coldstart.commands.schema", "the JSON Schema of a document (boot result, matrix file, ...)"),
 }
 
 
@@ -52,34 +58,23 @@ VERB_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
-def same_as(verb: str) -> str:
-    """The command a verb is the same as: ``pytest benchmarks/`` for bench, else
-    ``python -m MODULE``."""
-    return "pytest benchmarks/" if verb == "bench" else f"python -m {VERBS[verb][0]}"
+# The forms besides ``coldstart VERB`` that stay (the README's and the paper's): each runs
+# the verb's own add_arguments and run.
+KEPT_FORMS: dict[str, str] = {"bench": "pytest benchmarks/", "fit": "python -m analysis.fit"}
 
 
 def verbs_markdown() -> str:
-    """The README's table of verbs, made from ``VERBS`` and ``VERB_GROUPS``: the README shows
-    this text between its ``<!-- verbs -->`` markers (``python -m coldstart.readme`` writes
-    it there; a test checks it is current)."""
-    lines = ["| verb | what it does | the same as |", "| --- | --- | --- |"]
+    """The README's table of verbs, made from ``VERBS``, ``VERB_GROUPS`` and ``KEPT_FORMS``:
+    the README shows this text between its ``<!-- verbs -->`` markers (``python -m
+    coldstart.readme`` writes it there; a test checks it is current)."""
+    lines = ["| verb | what it does | also runs as |", "| --- | --- | --- |"]
     for group, verbs in VERB_GROUPS:
         lines.append(f"| **{group}** | | |")
-        lines += [f"| `{v}` | {VERBS[v][1]} | `{same_as(v)}` |" for v in verbs]
+        lines += [f"| `{v}` | {VERBS[v][1]} | "
+                  f"{f'`{KEPT_FORMS[v]}`' if v in KEPT_FORMS else ''} |" for v in verbs]
     return "\n".join(lines) + "\n"
 
 
-def program_name(module: str) -> str:
-    """What the program of ``module`` calls itself in its usage run as ``python -m MODULE``
-    (the front door names its verb's parser ``coldstart VERB``)."""
-    return f"python -m {module}"
-
-
 def verb_module(verb: str) -> str:
-    """The module holding ``verb``'s ``add_arguments`` and ``run``: the one ``python -m``
-    runs (a package's ``__main__``)."""
-    import importlib.util
-
-    module = VERBS[verb][0]
-    spec = importlib.util.find_spec(module)
-    return f"{module}.__main__" if spec and spec.submodule_search_locations else module
+    """The module holding ``verb``'s ``add_arguments`` and ``run``."""
+    return VERBS[verb][0]

@@ -17,12 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from coldstart import program_name
 from coldstart.errors import USER_ERRORS, InputError, UsageError
 
 __all__ = ["ArgumentParser", "error_line", "report_error", "run_cli", "closed_output",
            "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "progress_name", "run_program", "check_output",
-           "console_width", "unreadable"]
+           ]
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -31,21 +30,6 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise InputError(f"{message} (see {self.prog} --help)")
-
-
-def unreadable(path: str | Path) -> str | None:
-    """Why the file ``path`` cannot be read, in the words every verb's error line uses, or
-    None: the one check of an input file (a run, a log, a cells log) before reading it."""
-    p = Path(path)
-    if p.is_dir():
-        return "is a folder, not a file"
-    if not p.exists():
-        return "no such file"
-    if not p.is_file():
-        return "not a regular file"
-    if not os.access(p, os.R_OK):
-        return "permission denied"
-    return None
 
 
 def check_output(path: str | Path | None, option: str) -> Path | None:
@@ -63,16 +47,6 @@ def check_output(path: str | Path | None, option: str) -> Path | None:
     if not os.access(path if path.exists() else folder, os.W_OK):
         raise InputError(f"{option} {path}: not writable")
     return path
-
-
-def console_width(piped: int) -> int | None:
-    """A rich Console's width: the terminal's (None: rich measures it), else for a file or a
-    pipe ``piped`` columns, where rich would take 80, or COLUMNS where that asks for more
-    (a child of this suite's pytest sees COLUMNS=80 unasked)."""
-    if sys.stdout.isatty():
-        return None
-    columns = os.environ.get("COLUMNS", "")
-    return max(piped, int(columns)) if columns.isdigit() else piped
 
 
 def error_line(prog: str, exc: BaseException) -> str:
@@ -119,6 +93,12 @@ def closed_output() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     return CLOSED_OUTPUT_EXIT
+
+
+def program_name(module: str) -> str:
+    """What the program of ``module`` calls itself in its usage run as ``python -m MODULE``
+    (the front door names its verb's parser ``coldstart VERB``)."""
+    return f"python -m {module}"
 
 
 def parser_for(module: str, add_arguments: Callable[[argparse.ArgumentParser], None]

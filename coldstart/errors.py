@@ -5,7 +5,10 @@ Only the standard library is imported here."""
 
 from __future__ import annotations
 
-__all__ = ["UserError", "InputError", "UsageError", "FeatureError", "USER_ERRORS"]
+import os
+from pathlib import Path
+
+__all__ = ["UserError", "InputError", "UsageError", "FeatureError", "USER_ERRORS", "unreadable"]
 
 
 class UserError(Exception):
@@ -30,3 +33,18 @@ USER_ERRORS: tuple[type[BaseException], ...] = (UserError, OSError)
 
 class FeatureError(UserError, ValueError):
     """A model folder or feature file that cannot give the features asked for."""
+
+
+def unreadable(path: str | Path) -> str | None:
+    """Why the file ``path`` cannot be read, in the words every verb's error line uses, or
+    None: the one check of an input file (a run, a log, a cells log) before reading it."""
+    p = Path(path)
+    if p.is_dir():
+        return "is a folder, not a file"
+    if not p.exists():
+        return "no such file"
+    if not p.is_file():
+        return "not a regular file"
+    if not os.access(p, os.R_OK):
+        return "permission denied"
+    return None

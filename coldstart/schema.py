@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coldstart.cli import check_output, run_program, unreadable
-from coldstart.errors import InputError, UsageError
+from coldstart.cli import check_output, run_program
+from coldstart.errors import InputError, UsageError, unreadable
 
 # name -> (module, model, what it is); imported only when asked, so this runs without vLLM.
 DOCUMENTS: dict[str, tuple[str, str, str]] = {

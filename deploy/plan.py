@@ -45,8 +45,8 @@ def model_bytes(model) -> int:
         if not folder.is_dir():
             raise ValueError(f"model folder {folder} is not on this machine: give --model-bytes")
         return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    from coldstart.errors import FeatureError
     from analysis.features.hub_model import HubClient
+    from coldstart.errors import FeatureError
 
     try:
         client = HubClient()

@@ -19,7 +19,6 @@ from typing import Any
 from coldstart.cli import check_output, run_program
 from coldstart.errors import InputError
 from harness.boot import run_boot
-from harness.spec import BootError, BootSpec
 from harness.schema import (
     COMPILE_CACHE_MODES,
     ENTRYPOINTS,
@@ -28,6 +27,7 @@ from harness.schema import (
     PHASES,
     BootResult,
 )
+from harness.spec import BootError, BootSpec
 
 
 def _engine_arg(text: str) -> tuple[str, Any]:

@@ -36,7 +36,7 @@ from harness.interpret import boot_identity
 from harness.launch import launch_boot
 from harness.registry import shims_for, wrap_targets_for
 from harness.schema import BootResult
-from harness.spec import BootError, BootSpec, Prepared, installed_vllm_version
+from harness.spec import BootSpec, Prepared, installed_vllm_version
 
 __all__ = ["PROBE_DIR", "discard_work_dir", "prepare_boot", "run_boot"]
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from harness import processes
 from harness.cache_layers import observe_events, relocated
-from harness.evidence import Answer, CacheLayers, Evidence, Relocation, WeightsFacts
 from harness.compile_cache import aot_cache_keys, builder_facts
+from harness.evidence import Answer, CacheLayers, Evidence, Relocation, WeightsFacts
 from harness.registry import shims_for
 from harness.schema import (
     FAILED_BEFORE,

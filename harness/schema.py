@@ -40,8 +40,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coldstart.cli import unreadable
-from coldstart.errors import UserError
+from coldstart.errors import UserError, unreadable
 from harness.evidence import Evidence
 from harness.secrets import scrub
 

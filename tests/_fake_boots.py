@@ -26,9 +26,9 @@ import pytest
 
 from harness import pagecache
 from harness.launch import BootInterrupted
-from harness.spec import BootSpec
 from harness.registry import LOADER_CLASSES, expected_compile_cache
 from harness.schema import BootResult
+from harness.spec import BootSpec
 
 VLLM_VERSION = "0.32.0"
 # Which cell of the session is running: FAKE_ROUNDS scripts each one in turn.

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures, feature_value
 from analysis.features.model_files import (
     ESTIMATED_COMPILED_KIB_PER_LAYER,
@@ -20,6 +19,7 @@ from analysis.features.model_files import (
 from analysis.features.model_folder import default_capture_sizes, from_hf_config, from_model_dir
 from analysis.features.sources import load_features, read_features_json
 from analysis.features.study_models import read_study_models_config
+from coldstart.errors import FeatureError
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.predictor_scale import MIN_PHASE_S, calibrate_predictor, measured_value
 from analysis.features.sources import read_features_json
 from analysis.predict import predict_features
 from analysis.predictor_file import load_predictor
+from analysis.predictor_scale import MIN_PHASE_S, calibrate_predictor, measured_value
 from analysis.predictors import describe_calibration, shipped_file
 from harness.document import read_results
 
@@ -170,8 +170,8 @@ def test_a_compile_cache_measure_is_made_the_estimate_the_lines_were_fitted_on(p
     """The shipped CPU fit's training models have compiled-graph sizes estimated from their
     layers; a boot's compile cache measures 8 to 19x that (all its files; three cold boots here). Predicting with the
     cache's measure would put the unseen shape minutes off: it is made the estimate."""
-    from analysis.features.sources import like_training
     from analysis.features.model_files import estimated_compiled_graph_bytes
+    from analysis.features.sources import like_training
 
     (group,) = predictor["groups"]
     assert group["feature_methods"] == {"compiled_graph_bytes": "estimated"}

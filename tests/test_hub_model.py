@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from analysis.features import hub_model
-from coldstart.errors import FeatureError
 from analysis.features.model_files import read_safetensors_header
 from analysis.features.model_folder import from_model_dir
 from analysis.features.sources import load_features
+from coldstart.errors import FeatureError
 
 hf = pytest.importorskip("huggingface_hub")
 from huggingface_hub.hf_api import RepoFile, RepoFolder  # noqa: E402

@@ -17,9 +17,9 @@ import pytest
 
 from harness import processes
 from harness.boot import PROBE_DIR, run_boot
+from harness.interpret import error_naming_deaths
 from harness.processes import group_members, kill_group, marked_processes
 from harness.spec import BootSpec
-from harness.interpret import error_naming_deaths
 from harness.timeline import Timeline
 
 # The child starts a grandchild that leaves the process group (as vLLM's data-parallel
@@ -90,8 +90,7 @@ def test_without_the_marker_the_group_kill_misses_it(tmp_path: Path) -> None:
 
 
 def test_signals_become_an_interrupt_during_a_boot_unless_ignored() -> None:
-    from harness.launch import BootInterrupted
-    from harness.launch import interrupt_boot_on_end_signals
+    from harness.launch import BootInterrupted, interrupt_boot_on_end_signals
 
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as under nohup
     try:

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis import compare as compare_cli, merge as merge_cli
-from analysis.fit import cli as fit_cli
-from harness.document import CELL_AXES, read_results, read_run
+from analysis import compare as compare_cli
+from analysis import merge as merge_cli
 from analysis.dataset import document_machines, input_machines, read_inputs
+from analysis.fit import cli as fit_cli
 from coldstart.cli import run_cli
+from harness.document import CELL_AXES, read_results, read_run
 from harness.schema import cell_stats, matrix_cells, read_json
 
 DATA = Path(__file__).parent / "data"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from harness import boot
-from harness.spec import BootSpec, cache_home
 from harness.boot import prepare_boot
+from harness.spec import BootSpec, cache_home
 
 
 def _model(tmp_path: Path) -> Path:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from harness.boot import run_boot
-from harness.spec import BootSpec
 from harness.correctness import judge_compile_cache
 from harness.registry import expected_compile_cache
+from harness.spec import BootSpec
 
 pytestmark = [pytest.mark.boot, pytest.mark.slow]
 REAL = "smollm2-135m"

@@ -44,8 +44,8 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     from benchmarks.calibrate import reference_models, run_calibration, this_machine
     from fixtures.build import ensure_model
     from harness.boot import run_boot
-    from harness.spec import BootSpec, installed_vllm_version
     from harness.document import read_results
+    from harness.spec import BootSpec, installed_vllm_version
 
     doc = scaling_fit["predictor"]
     assert doc["machine"], "the predictor does not say its machine"

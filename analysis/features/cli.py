@@ -35,9 +35,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from coldstart.errors import FeatureError
 from analysis.features.model_folder import boot_features
 from coldstart.cli import check_output, progress_name, run_program
+from coldstart.errors import FeatureError
 from harness.document import read_results
 
 __all__ = ["main"]

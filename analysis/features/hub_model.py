@@ -20,14 +20,16 @@ from typing import Any
 from urllib.parse import urlparse
 from urllib.request import getproxies
 
-from coldstart.errors import FeatureError
 from analysis.features.model_features import ModelFeatures
 from analysis.features.model_files import tokenizer_bytes_of
 from analysis.features.model_folder import (
     OTHER_WEIGHT_PATTERNS,
-    boot_features as folder_boot_features,
     features_of_parts,
 )
+from analysis.features.model_folder import (
+    boot_features as folder_boot_features,
+)
+from coldstart.errors import FeatureError
 from harness.schema import HUB_ID
 
 __all__ = ["HubClient", "boot_features", "from_hub", "is_hub_id"]

@@ -12,8 +12,6 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from coldstart.errors import FeatureError
-from analysis.features.model_features import ModelFeatures
 from analysis.features.hf_config import (
     architecture_of,
     dtype_bytes,
@@ -21,6 +19,7 @@ from analysis.features.hf_config import (
     kv_bytes_per_token,
     read_model_config,
 )
+from analysis.features.model_features import ModelFeatures
 from analysis.features.model_files import (
     compiled_graph_bytes_from_cache,
     estimated_compiled_graph_bytes,
@@ -28,6 +27,7 @@ from analysis.features.model_files import (
     read_safetensors_header,
     tokenizer_bytes_in,
 )
+from coldstart.errors import FeatureError
 
 __all__ = ["OTHER_WEIGHT_PATTERNS", "boot_features", "build_features", "default_capture_sizes",
            "features_of_parts", "from_hf_config", "from_model_dir"]

@@ -9,15 +9,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coldstart.errors import FeatureError
-from analysis.features.model_features import ModelFeatures
 from analysis.features.hf_config import LAYER_KEYS
+from analysis.features.model_features import ModelFeatures
 from analysis.features.model_files import (
     compiled_graph_bytes_from_cache,
     estimated_compiled_graph_bytes,
 )
 from analysis.features.model_folder import default_capture_sizes, from_hf_config, from_model_dir
 from analysis.features.study_models import study_entry_features
+from coldstart.errors import FeatureError
 from harness.schema import read_json, validation_summary
 
 __all__ = ["load_features", "read_features_json"]

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from coldstart.errors import FeatureError
-from analysis.features.model_features import ModelFeatures
 from analysis.features.hf_config import dtype_bytes, is_hybrid_architecture, read_model_config
+from analysis.features.model_features import ModelFeatures
 from analysis.features.model_folder import build_features
+from coldstart.errors import FeatureError
 
 __all__ = ["read_study_models_config", "study_entry_features"]
 

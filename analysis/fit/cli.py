@@ -62,7 +62,6 @@ from analysis.dataset import (
 )
 from analysis.features.model_features import ModelFeatures
 from analysis.features.sources import read_features_json
-from analysis.fit.predictor_document import predictor_document, summary_json
 from analysis.fit.groups import (
     MIN_TRAINING_MODELS,
     GroupFit,
@@ -73,11 +72,12 @@ from analysis.fit.groups import (
 )
 from analysis.fit.lomo import lomo_line, nested_lomo
 from analysis.fit.markdown import print_terminal, write_markdown
+from analysis.fit.predictor_document import predictor_document, summary_json
 from analysis.fit.summary import needed_run, needed_run_line, print_summary, summarize
-from analysis.knobs import knob_effects, knob_lines, machine_label
 from analysis.fit.targets import RESIDUAL
-from analysis.regression import FitError
+from analysis.knobs import knob_effects, knob_lines, machine_label
 from analysis.predictor_file import write_predictor
+from analysis.regression import FitError
 from coldstart.cli import check_output, run_program
 from coldstart.errors import InputError
 from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult

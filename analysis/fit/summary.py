@@ -27,7 +27,7 @@ from analysis.fit.groups import MIN_TRAINING_MODELS
 from analysis.fit.targets import RESIDUAL
 from analysis.knobs import knob_effects, knob_lines, knob_rows
 from analysis.table import SHORT
-from coldstart.cli import console_width
+from coldstart.console import console_width
 from harness.schema import PHASE_NAMES, BootResult
 
 __all__ = ["COLUMNS", "SCALING_RUN", "needed_run", "needed_run_line", "print_summary",

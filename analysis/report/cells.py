@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.document import CELL_AXES as AXES, RunCell, RunDocument, read_cells
+from harness.document import CELL_AXES as AXES
+from harness.document import RunCell, RunDocument, read_cells
 from harness.evidence import WeightsFacts
 from harness.schema import BootResult, SchemaError
 

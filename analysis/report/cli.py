@@ -37,8 +37,8 @@ import sys
 
 from analysis.report.comparison_page import render_comparison
 from analysis.report.run_page import render_run
-from coldstart.cli import check_output, progress_name, run_program, unreadable
-from coldstart.errors import InputError
+from coldstart.cli import check_output, progress_name, run_program
+from coldstart.errors import InputError, unreadable
 
 __all__ = ["main"]
 

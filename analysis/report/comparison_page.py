@@ -12,9 +12,9 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.document import RunCell, cell_axes
 from analysis.report.page import command_facts, machine_rows, number_text, render_page
 from analysis.report.plots import fig_compare
+from harness.document import RunCell, cell_axes
 from harness.schema import BootResult
 
 __all__ = ["render_comparison"]

@@ -13,8 +13,8 @@ from typing import Any
 
 import jinja2
 
-from harness.document import RunCell, RunDocument, recorded_facts
 from harness.dates import written_at
+from harness.document import RunCell, RunDocument, recorded_facts
 
 __all__ = ["CSP", "command_facts", "machine_rows", "number_text", "render_page"]
 

@@ -228,8 +228,7 @@ def fig_compare(cell: str, base: list[BootResult], new: list[BootResult],
     """Base and new rounds side by side, one panel per metric with its own scale; the
     bar is the median of the rounds (``analysis.compare.median_of_rounds``)."""
     # compare's own per-round values and median, so the points are what its test compared.
-    from analysis.metrics import TOTAL, median_of_rounds
-    from analysis.metrics import metric_values
+    from analysis.metrics import TOTAL, median_of_rounds, metric_values
 
     plt = _plt()
     wall = all(b.wall_s is not None for b in base + new)

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from analysis.dataset import info_identity
+from analysis.knobs import knob_effects, knob_rows, machine_label
 from analysis.report.cells import (
     RESIDUAL,
     axis_effects,
@@ -18,11 +20,9 @@ from analysis.report.cells import (
     phase_median,
     varying_axes,
 )
-from harness.document import RunCell, read_cells
-from analysis.dataset import info_identity
-from analysis.knobs import knob_effects, knob_rows, machine_label
 from analysis.report.page import command_facts, machine_rows, number_text, render_page
 from analysis.report.plots import fig_effect, fig_page_cache, fig_phases, fig_rounds, fig_timeline
+from harness.document import RunCell, read_cells
 from harness.evidence import WeightsFacts
 from harness.schema import PHASE_NAMES
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from harness.logs.lines import LogLine, parse_line, place_in_time
 from harness.registry.patterns import (
     BOOT_START_REGEX,
     COMMAND_LINE_REGEX,
     LOG_PATTERNS,
     PROCESS_FIRST_LINES_REGEX,
 )
-from harness.logs.lines import LogLine, parse_line, place_in_time
 
 __all__ = ["split_boots"]
 

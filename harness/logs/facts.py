@@ -10,8 +10,8 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from harness.registry.patterns import PLATFORM_OF_PLUGIN, VERSION_CLUES
 from harness.logs.normalise import gib
+from harness.registry.patterns import PLATFORM_OF_PLUGIN, VERSION_CLUES
 
 __all__ = ["fact_value", "compile_disabled", "compile_cache_state", "engine_config",
            "capture_not_applicable", "resolve_platform", "version_range", "parallel_ranks"]

@@ -63,7 +63,7 @@ from pathlib import Path
 from harness import schema
 from harness.cache_layers import observe_lines
 from harness.evidence import Evidence
-from harness.logs.facts import compile_disabled, engine_config
+from harness.logs.boots import split_boots
 from harness.logs.compose import (
     compose_v0,
     compose_v1,
@@ -72,8 +72,8 @@ from harness.logs.compose import (
     printed_total,
     unfinished_phase,
 )
+from harness.logs.facts import compile_disabled, engine_config
 from harness.logs.normalise import normalise
-from harness.logs.boots import split_boots
 from harness.logs.scan import LogScan, is_log_line, scan_lines
 from harness.secrets import environment_secrets
 

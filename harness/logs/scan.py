@@ -18,6 +18,16 @@ from typing import Any
 
 from packaging.version import Version
 
+from harness.logs.facts import (
+    capture_not_applicable,
+    compile_cache_state,
+    fact_value,
+    parallel_ranks,
+    resolve_platform,
+    version_range,
+)
+from harness.logs.lines import LogLine, detect_version, has_process_tag, parse_line, place_in_time
+from harness.logs.normalise import seconds as to_seconds
 from harness.registry.patterns import (
     LOG_PATTERNS,
     PLATFORM_ABSENT,
@@ -37,16 +47,6 @@ from harness.registry.patterns import (
     VERSION_CLUE_LINES,
     log_patterns_for,
 )
-from harness.logs.facts import (
-    capture_not_applicable,
-    compile_cache_state,
-    fact_value,
-    parallel_ranks,
-    resolve_platform,
-    version_range,
-)
-from harness.logs.lines import LogLine, detect_version, has_process_tag, parse_line, place_in_time
-from harness.logs.normalise import seconds as to_seconds
 from harness.registry.version_range import in_range
 
 __all__ = ["LogScan", "scan_lines", "is_log_line"]

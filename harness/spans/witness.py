@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from harness.evidence import DefectNote
-from harness.spans.receiver import otlp_receiver
 from harness.schema import BootResult
 from harness.secrets import scrub_file, secret_values
 from harness.spans.phases import spans_to_phases
+from harness.spans.receiver import otlp_receiver
 from harness.spec import Prepared
 
 __all__ = ["TRACING_DEFECT", "witness_spans"]
