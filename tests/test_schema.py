@@ -153,7 +153,7 @@ def test_the_json_schemas_of_run_and_predictor_file_accept_every_committed_one()
     jsonschema = pytest.importorskip("jsonschema")
     from pathlib import Path
 
-    from coldstart.schema import json_schema
+    from coldstart.commands.schema import json_schema
 
     run = jsonschema.Draft202012Validator(json_schema("run"))
     for path in COMMITTED:
@@ -200,7 +200,7 @@ def _data(what: str):
 
 def test_each_json_schema_lists_its_required_keys_and_refuses_the_wrong_kind():
     jsonschema = pytest.importorskip("jsonschema")
-    from coldstart.schema import DOCUMENTS, json_schema
+    from coldstart.commands.schema import DOCUMENTS, json_schema
 
     assert json_schema("run")["required"] == ["benchmarks"]
     for name in DOCUMENTS:
@@ -215,7 +215,7 @@ def test_each_json_schema_lists_its_required_keys_and_refuses_the_wrong_kind():
 def test_coldstart_schema_file_reads_its_kind_and_refuses_the_others_in_one_line(
         name, tmp_path, capsys):
     from coldstart.cli import run_cli
-    from coldstart.schema import main
+    from coldstart.commands.schema import main
 
     assert run_cli("coldstart schema", main, [name, str(_FILES[_KIND_OF[name]])]) == 0
     assert capsys.readouterr().out.startswith(f"{_FILES[_KIND_OF[name]]}: a ")
@@ -224,7 +224,7 @@ def test_coldstart_schema_file_reads_its_kind_and_refuses_the_others_in_one_line
     for path in [empty, *(p for w, p in _FILES.items() if w != _KIND_OF[name])]:
         assert run_cli("coldstart schema", main, [name, str(path)]) == 2, (name, path)
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith(f"coldstart.schema: error: {path}:")
+        assert err.count("\n") == 1 and err.startswith(f"coldstart.commands.schema: error: {path}:")
 
 
 def test_a_run_document_must_hold_benchmarks():

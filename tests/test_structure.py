@@ -110,14 +110,16 @@ PREFIXES = ("fit_", "report_", "log_", "matrix_", "matrixfile")
 # A leaf name two layers both use, and why that is not two meanings.
 SHARED_LEAVES = {
     "__main__": "each package's program (python -m PACKAGE)",
-    "schema": "coldstart.schema is the front door's `schema` verb, which prints harness.schema's "
-              "models",
+    "schema": "coldstart.commands.schema is the front door's `schema` verb, which prints "
+              "harness.schema's models",
 }
-# The library (fixtures .. deploy) stands on the bottom layer (coldstart.errors, .console) and
-# below the command line (coldstart.cli, coldstart.commands: one thin module per verb) and the
-# front door (coldstart): no library module imports argparse's layer (issue 30).
-LAYERS = ("coldstart.errors", "coldstart.console", "fixtures", "harness", "analysis",
-          "benchmarks", "deploy", "coldstart.cli", "coldstart.commands", "coldstart")
+# The library (fixtures .. deploy) stands on the bottom layer (coldstart.errors, .console,
+# .cli) and below the command line (coldstart.commands: one thin module per verb) and the front
+# door (coldstart). coldstart.cli stays at the bottom while verbs' add_arguments and run still
+# live in library modules; once they have all moved into coldstart.commands it goes above the
+# library (issue 30).
+LAYERS = ("coldstart.errors", "coldstart.console", "coldstart.cli", "fixtures", "harness",
+          "analysis", "benchmarks", "deploy", "coldstart.commands", "coldstart")
 # An import of a higher layer, each with its reason.
 UPWARD = {
     ("analysis.merge", "benchmarks.matrix.plan"):
