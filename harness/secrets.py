@@ -30,18 +30,27 @@ REDACTED = "<redacted>"
 # real token or password is that short.
 MIN_SCRUBBED_LENGTH = 6
 
-# A word of a name (split at anything not a letter or digit) that ends in one of these marks
-# a secret: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, VLLM_API_KEY, OPENAI_APIKEY, AWS_SECRET_ACCESS_KEY,
-# AWS_SESSION_TOKEN, DB_PASSWORD, GOOGLE_APPLICATION_CREDENTIALS, OAUTH; a word that starts
-# with AUTH too (AUTHORIZATION, AUTHTOKEN). Whole words, so that counts of tokens
-# (VLLM_MAX_TOKENS_PER_..., max_num_batched_tokens) and TOKENIZERS_PARALLELISM are not secrets.
-_SECRET_ENDINGS = ("TOKEN", "SECRET", "SECRETS", "KEY", "PASSWORD", "PASSWORDS", "PASSWD",
-                   "CREDENTIAL", "CREDENTIALS", "AUTH")
+# A word of a name (split at anything not a letter or digit) that is one of these marks a
+# secret: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, VLLM_API_KEY, AWS_SECRET_ACCESS_KEY,
+# AWS_SESSION_TOKEN, DB_PASSWORD, GOOGLE_APPLICATION_CREDENTIALS, AUTHORIZATION, GITHUB_PAT (a
+# personal access token). Whole words, so that counts of tokens (VLLM_MAX_TOKENS_PER_...,
+# max_num_batched_tokens), TOKENIZERS_PARALLELISM, cache keys (aot_cache_keys_before) and words
+# that merely contain one (AUTHOR, MONKEY) are not secrets.
+_SECRET_WORDS = frozenset({
+    "TOKEN", "SECRET", "SECRETS", "KEY", "PASSWORD", "PASSWORDS", "PASSWD", "PASSPHRASE",
+    "CREDENTIAL", "CREDENTIALS", "AUTH", "OAUTH", "AUTHORIZATION", "PAT"})
+# ... or one of them run together with what kind of secret it is, as names written in one word
+# do: OPENAI_APIKEY, authToken, AWS_ACCESSKEY, a SECRETKEY.
+_SECRET_KINDS = ("API", "ACCESS", "AUTH", "BEARER", "CLIENT", "PRIVATE", "REFRESH", "SECRET",
+                 "SESSION")
+_SECRET_COMPOUNDS = frozenset(kind + word for kind in _SECRET_KINDS for word in _SECRET_WORDS)
 # ... unless the name's last word says what else its value is: where a secret is kept
-# (HF_TOKEN_PATH, a *_PASSWORD_FILE) or a size (VLLM_MULTI_STREAM_GEMM_TOKEN_THRESHOLD). A
-# false positive only hides a harmless value; these few are named because hiding them would
-# also cut their common values (a number, a path) out of every log line.
+# (HF_TOKEN_PATH, a *_PASSWORD_FILE) or a size (VLLM_MULTI_STREAM_GEMM_TOKEN_THRESHOLD); or the
+# name is a switch about a secret, its value a flag (HF_HUB_DISABLE_IMPLICIT_TOKEN). A false
+# positive only hides a harmless value; these few are named because hiding them would also cut
+# their common values (a number, a path) out of every log line.
 _NOT_A_SECRET_KIND = ("PATH", "FILE", "DIR", "THRESHOLD")
+_SWITCH_WORDS = frozenset({"DISABLE", "ENABLE"})
 _WORD = re.compile(r"[A-Z0-9]+")
 
 
@@ -54,9 +63,9 @@ def is_secret_name(name: str) -> bool:
     # A bare "key" names a field, not a secret: OTLP's and Jaeger's attributes are
     # {"key": "vllm.process_id", "value": ...}, and redacting it blanked every attribute name
     # of an exported trace.
-    if words == ["KEY"]:
+    if words == ["KEY"] or _SWITCH_WORDS & set(words):
         return False
-    return any(w.endswith(_SECRET_ENDINGS) or w.startswith("AUTH") for w in words)
+    return any(w in _SECRET_WORDS or w in _SECRET_COMPOUNDS for w in words)
 
 
 def redact_named(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -35,8 +35,8 @@ SECRETS = [HF, API]
 @pytest.mark.parametrize("name", [
     "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "VLLM_API_KEY", "AWS_SECRET_ACCESS_KEY",
     "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "OPENAI_API_KEY", "OPENAI_APIKEY", "DB_PASSWORD",
-    "FTP_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "AUTHORIZATION", "HF_HUB_DISABLE_IMPLICIT_TOKEN",
-    "api_key", "hf_token", "--api-key", "authToken"])
+    "FTP_PASSWD", "GOOGLE_APPLICATION_CREDENTIALS", "AUTHORIZATION", "GITHUB_PAT", "GH_PAT", "OAUTH",
+    "SSH_PASSPHRASE", "X_AUTH", "api_key", "hf_token", "--api-key", "authToken", "AWS_ACCESSKEY"])
 def test_a_name_that_marks_a_secret(name):
     assert is_secret_name(name)
 
@@ -46,6 +46,9 @@ def test_a_name_that_marks_a_secret(name):
     "VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE", "VLLM_MULTI_STREAM_GEMM_TOKEN_THRESHOLD",
     "HF_TOKEN_PATH", "max_num_batched_tokens", "VLLM_ENABLE_PREGRAD_PASSES", "tokenizer",
     "aot_cache_keys_before", "VLLM_NO_USAGE_STATS",
+    # words that contain a marker are not the marker; a switch's value is a flag
+    "AUTHOR", "GIT_AUTHOR_NAME", "MONKEY_PATCH", "VLLM_PATTERN", "KEYBOARD",
+    "HF_HUB_DISABLE_IMPLICIT_TOKEN",
     # OTLP's and Jaeger's attribute field: {"key": "vllm.process_id", "value": ...}
     "key"])
 def test_a_name_that_does_not(name):
