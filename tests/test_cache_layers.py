@@ -68,6 +68,8 @@ def test_startup_plan_lines_saved_applied_rejected():
     data = json.loads((DATA / "cache_layers" / "startup-plan-lines.json").read_text())
     state = {"saved": "miss", "applied": "hit", "rejected": "load_failure"}
     for entry in data["lines"]:
+        # every line cites where it is public: a published run, or vLLM's source at a commit
+        assert entry["source"].startswith("https://github.com/"), entry["source"]
         plan = observe_lines([entry["line"]], platform="cuda").layers["startup_plan"]
         assert (plan.state, plan.actions) == (state[entry["expect"]], [entry["expect"]]), entry
         if entry["expect"] == "rejected":
