@@ -1,9 +1,10 @@
-"""The code's shape: modules of one job (450 lines at most), no import cycle, no private name
+"""The code's shape: modules of one job (past 450 lines, a warning), no import cycle, no private name
 imported across modules. Read from the source with ast, so it holds without vLLM installed."""
 
 from __future__ import annotations
 
 import ast
+import warnings
 from pathlib import Path
 
 import pytest
@@ -89,10 +90,17 @@ def test_no_import_cycle():
     assert import_cycles() == []
 
 
-@pytest.mark.parametrize("name", sorted(MODULES))
-def test_a_module_is_at_most_450_lines(name):
-    lines = len(MODULES[name].read_text().splitlines())
-    assert lines <= MAX_LINES, f"{MODULES[name].relative_to(ROOT)}: {lines} lines"
+class LongModule(UserWarning):
+    """A module past MAX_LINES: a hint to look for a second job in it, not a failure (issue 30:
+    a hard limit cut modules into prefix-named shards instead of packages by job)."""
+
+
+def test_a_module_past_450_lines_is_warned_of():
+    long = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text().splitlines())) > MAX_LINES}
+    for name, lines in sorted(long.items()):
+        warnings.warn(f"{MODULES[name].relative_to(ROOT)}: {lines} lines (over {MAX_LINES}): "
+                      "does it do a second job?", LongModule, stacklevel=1)
 
 
 def test_no_private_name_is_imported_from_another_module():
