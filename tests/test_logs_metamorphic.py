@@ -237,8 +237,9 @@ def test_a_paste_form_reads_as_the_clean_log(path: Path, name: str) -> None:
 def test_the_corpus_is_every_log_the_reader_is_tested_on() -> None:
     assert len([p for p in CORPUS if "public" in p.parts]) >= 35
     assert len([p for p in CORPUS if p.suffix == ".txt"]) >= 30
-    # kept short: the 17 excerpts no copy can split, and the open defects named one by one
-    assert len(CANNOT) <= 30
+    # kept short: the excerpts no copy can split, and the open defects named one by one
+    # (30 -> 36: the held-out batch 075-089 brought six such excerpts with 15 logs)
+    assert len(CANNOT) <= 36
 
 
 # The ending of vLLM 0.5.0 .. 0.7.0 driver scripts, as three held-out logs have it.
