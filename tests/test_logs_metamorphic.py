@@ -139,6 +139,22 @@ CANNOT: dict[tuple[str, str], str] = {
             "one Dynamo line inside an actor tag", "one instant")),
         ("061-v0-066-memory-profiling-worker.log", _NO_BOOT_LINE.format(
             "a weights line and a worker's profiling lines", "one second"))]},
+    # Session heldout3's batch (075-089): excerpts of listings a process prints once, with no
+    # line that starts a boot, and one whose platform only an unheaded last line names.
+    **{(name, "two_boots"): why for name, why in [
+        ("082-hpu-gaudi1-preload-crash.log", _NO_BOOT_LINE.format(
+            "a Gaudi runner's memory lines and its crash", "one second")),
+        ("085-rocm-0231-journalctl-banner.log", _NO_BOOT_LINE.format(
+            "the serve banner's lines", "one instant")),
+        ("086-npu-ascend-v0-plugin-activated.log", _NO_BOOT_LINE.format(
+            "the plugin listing", "one instant")),
+        ("087-compose-livepeer-v0-tp2.log", _NO_BOOT_LINE.format(
+            "an app's lines and one config line", "a few seconds")),
+        ("089-hpu-gaudi3-v1-runtime.log", _NO_BOOT_LINE.format(
+            "vllm-gaudi's runtime listing", "one instant")),
+        ("075-rocm-mi100-v0-blank-progress.log", "only its last lines, a warning with no log "
+         "header, name the platform; between two pasted boots such lines go with the boot "
+         "that follows (a shell's or wrapper's lines before a boot do)")]},
     # Open defects, kept visible (strict: fixing them turns these into failures to remove).
     ("044-npu-two-boots-inline-code.log", "bold"): "two labelled boots in inline code: bold "
         "around the values breaks the split the labels give (open defect)",
@@ -221,8 +237,9 @@ def test_a_paste_form_reads_as_the_clean_log(path: Path, name: str) -> None:
 def test_the_corpus_is_every_log_the_reader_is_tested_on() -> None:
     assert len([p for p in CORPUS if "public" in p.parts]) >= 35
     assert len([p for p in CORPUS if p.suffix == ".txt"]) >= 30
-    # kept short: the 17 excerpts no copy can split, and the open defects named one by one
-    assert len(CANNOT) <= 30
+    # kept short: the excerpts no copy can split, and the open defects named one by one
+    # (30 -> 36: the held-out batch 075-089 brought six such excerpts with 15 logs)
+    assert len(CANNOT) <= 36
 
 
 # The ending of vLLM 0.5.0 .. 0.7.0 driver scripts, as three held-out logs have it.

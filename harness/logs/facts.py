@@ -11,10 +11,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from harness.logs.normalise import gib
-from harness.registry.patterns import PLATFORM_OF_PLUGIN, VERSION_CLUES
+from harness.registry.patterns import PLATFORM_OF_LOCAL_VERSION, PLATFORM_OF_PLUGIN, VERSION_CLUES
 
 __all__ = ["fact_value", "compile_disabled", "compile_cache_state", "engine_config",
-           "capture_not_applicable", "resolve_platform", "version_range", "parallel_ranks"]
+           "capture_not_applicable", "resolve_platform", "version_range", "parallel_ranks",
+           "platform_of_version"]
 
 # Process tags that name a rank: "(Worker_TP1_PP0 pid=..)" and "(VllmWorker TP3 pid=..)"
 # (vLLM adds _TPn only where tensor parallelism is over 1, _PPn where pipeline parallelism
@@ -102,12 +103,25 @@ def resolve_platform(facts: dict[str, Any], clues: list[str], sources: list[str]
         return
     plugin = PLATFORM_OF_PLUGIN.get(str(facts.get("platform_plugin", "")).lower())
     for value, why in ((plugin, "its platform plugin line ('Platform plugin X is activated')"),
+                       (platform_of_version(facts.get("vllm_version")),
+                        "the local label of the vLLM build's version ('+rocm7.15', '.xpu')"),
                        (clues[0] if clues else None, "the lines that name it "
                         "(vllm-ascend, habana, intel_extension_for_pytorch, aiter, torch_xla, ...)"),
                        (sources[0] if sources else None, "the source files of its lines")):
         if value is not None:
             facts["platform"], facts["platform_from"] = value, why
             return
+
+
+def platform_of_version(version: Any) -> str | None:
+    """The platform a vLLM build's version names in its local label (``0.23.1+rocm7.15``,
+    ``0.9.2.dev270+g167aca45c.xpu``), or None."""
+    local = str(version or "").partition("+")[2]
+    for part in local.split("."):
+        for platform, word in PLATFORM_OF_LOCAL_VERSION:
+            if re.fullmatch(word, part.lower()):
+                return platform
+    return None
 
 
 def version_range(clues: set[str]) -> tuple[str, list[str]] | None:

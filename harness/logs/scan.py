@@ -45,6 +45,7 @@ from harness.registry.patterns import (
     V1_SOURCES,
     VERSION_CLUE_KEYS,
     VERSION_CLUE_LINES,
+    VERSION_CLUE_SOURCES,
     log_patterns_for,
 )
 from harness.registry.version_range import in_range
@@ -67,6 +68,8 @@ _PLATFORM_ABSENT = re.compile(PLATFORM_ABSENT)
 # The process tags and rank prefix a line without a log header (a traceback's) begins with.
 _LEADING_TAGS = re.compile(r"^\s*(?:\([^()]*\)\s*)*(?:\[rank\d+\]:)?")
 _VERSION_CLUE_LINES = {name: re.compile(r) for name, r in VERSION_CLUE_LINES.items()}
+_VERSION_CLUE_SOURCES = {name: (source, re.compile(r))
+                         for name, (source, r) in VERSION_CLUE_SOURCES.items()}
 # An exception Python printed without a log header ("RuntimeError: CUDA out of memory",
 # "[rank0]: torch.OutOfMemoryError: ..."), after any process tags and rank prefix.
 _RAISED = re.compile(r"^(?:\([^()]*pid=\d+[^()]*\)\s*)*(?:\[rank\d+\]:\s*)?"
@@ -284,6 +287,8 @@ def _clues(line: LogLine, platforms: list[str], versions: set[str]) -> None:
     platforms.extend(name for name, clue in _PLATFORM_CLUES if clue.search(line.prefix))
     versions.update(name for name, clue in _VERSION_CLUE_LINES.items()
                     if clue.search(line.text))
+    versions.update(name for name, (source, clue) in _VERSION_CLUE_SOURCES.items()
+                    if line.source == source and clue.search(line.text))
     if line.level is not None and line.source and line.raw.split(line.source)[0][-1:] == "[":
         versions.add("bracketed_source")
 
@@ -320,8 +325,11 @@ def _engine(scan: LogScan, processes: set[str], parsed: list[LogLine]) -> str:
         v0 += 1
     if v0 != v1:
         return "v0" if v0 > v1 else "v1"
-    if headers and v0 and all(line.source and "[" not in line.raw.split(line.source)[0][-1:]
-                              for line in headers):
+    # Nothing tells the engines apart (or as much for each): the logger's format does. Every
+    # record with the bracketless "file.py:123]" tag is 0.7 or older, where V0 was the default
+    # engine (V1 an opt-in alpha) -- an excerpt of plugin or config lines included.
+    if headers and all(line.source and "[" not in line.raw.split(line.source)[0][-1:]
+                       for line in headers):
         return "v0"
     return "v1"
 

@@ -169,9 +169,11 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("engine_core_init", _ENGINE, "mark"),
     LogPattern("model_loading_start", r"Starting to load model", "mark"),
     # The V0 engine (LLMEngine up to 0.7): what it prints of loading, profiling and capture.
-    LogPattern("v0_weights_loaded", r"Loading model weights took \d+(?:\.\d+)? [GM]B", "mark", _V0,
+    LogPattern("v0_weights_loaded", r"Loading model weights took (?:in total )?\d+(?:\.\d+)? [GM]i?B",
+               "mark", _V0,
                why="the end of model loading (ModelRunner.load_model, 0.4.1 .. 0.10; 0.3 prints "
-                   "none; 0.5.3 prints MB); the number is memory, not time"),
+                   "none; 0.5.3 prints MB; HabanaAI's HPU runner 'took in total X GiB of device "
+                   "memory'); the number is memory, not time"),
     LogPattern("v0_blocks", r"^# (?:GPU|CPU|[A-Za-z]+) blocks: \d+", "mark", _V0,
                why="the end of memory profiling (determine_num_available_blocks); the executor "
                    "prints it just before allocating the KV cache. 'GPU' up to 0.6, the platform's "
@@ -216,6 +218,9 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("platform", rf"{_PLATFORM_DETECTED} (?P<value>\w+)", "fact"),
     LogPattern("platform", r"device_config=(?P<value>\w+)", "fact",
                why="the engine config line; on logs without the platform line"),
+    LogPattern("platform", r"^# (?P<value>cuda|rocm|xpu|hpu|npu|tpu) blocks: \d+", "fact", _V0,
+               why="the V0 executor's block count names the platform's device ('# cuda blocks', "
+                   "'# rocm blocks'); '# GPU blocks' (up to 0.6) names none"),
     LogPattern("model_path", rf"{_BANNER}\s+model\s+(?P<value>\S+)", "fact",
                why="the serve banner's second line"),
     LogPattern("model_path", r"non-default args: \{.*?'model(?:_tag)?': '(?P<value>[^']+)'",
@@ -233,7 +238,8 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("weights_gib", rf"Model loading took (?P<value>\d+(?:\.\d+)?) (?P<unit>{_MEM})",
                "fact"),
     LogPattern("weights_gib",
-               rf"Loading model weights took (?P<value>\d+(?:\.\d+)?) (?P<unit>{_MEM})", "fact",
+               rf"Loading model weights took (?:in total )?(?P<value>\d+(?:\.\d+)?) (?P<unit>{_MEM})",
+               "fact",
                _V0, why="V0 prints GB but divides by 2**30"),
     LogPattern("cuda_graph_sizes", r"""['"]cudagraph_capture_sizes['"]:\s*\[(?P<value>[\d,\s]*)\]""",
                "fact"),
@@ -308,13 +314,27 @@ PLATFORM_FROM_SOURCE: dict[str, str] = {
 # habana_frameworks is not found").
 PLATFORM_CLUES: tuple[tuple[str, str], ...] = (
     ("npu", r"\bvllm[_-]ascend\b|\btorch_npu\b|\bAscend\b|\bNPU\w*(?:Worker|ModelRunner)"),
-    ("hpu", r"\bhabana(?:_frameworks|labs)?\b|\bvllm[_-]gaudi\b|\bHPU\w*(?:Worker|ModelRunner)"),
+    # Gaudi by its hardware name too (vllm-gaudi's runtime listing "hw: gaudi3") and the
+    # HPU attention backends ("Using HPUAttentionV1 backend")
+    ("hpu", r"\bhabana(?:_frameworks|labs)?\b|\bvllm[_-]gaudi\b|\bgaudi\d?\b|"
+            r"\bHPU\w*(?:Worker|ModelRunner|Attention)"),
     ("xpu", r"\bintel_extension_for_pytorch\b|\bXPU\w*(?:Worker|ModelRunner)"),
-    ("rocm", r"^\[aiter\]|\bROCm\w*(?:Backend|FlashAttention)|\baiter\b.*\.so\b"),
+    # ROCm's own libraries (torch's "Attempting to use hipBLASLt on an unsupported
+    # architecture") and AMD's GPU architecture names (gfx90a, gfx1030, gfx1151)
+    ("rocm", r"^\[aiter\]|\bROCm\w*(?:Backend|FlashAttention)|\baiter\b.*\.so\b|"
+             r"\bhip(?:BLASLt|blas(?:lt)?|SPARSELt)\b|\bMIOpen\b|\bgfx\d{2,4}[a-z]?\b"),
     # the TPU runners' own wording: the XLA precompile's "[secs]", the load "to TPU"
     ("tpu", r"\btorch_xla\b|\btpu_inference\b|\blibtpu\b|[Cc]ompilation finished in (?:in )?"
             r"[\d.]+\s?\[secs\]|from storage to TPU"),
-    ("cuda", r"Confirmed CUDA platform is available"),
+    # NVIDIA's cuda-python modules (FutureWarning "The cuda.cudart module is deprecated")
+    ("cuda", r"Confirmed CUDA platform is available|\bcuda\.(?:cudart|nvrtc|bindings)\b"),
+)
+# The platform a vLLM build's version names in its local label ("0.23.1.dev0+rocm7.15.0..",
+# "0.9.2.dev270+g167aca45c.xpu", "0.10.1+cu128", "0.8.5+cpu"): each dot-separated part of
+# what follows the "+", matched whole.
+PLATFORM_OF_LOCAL_VERSION: tuple[tuple[str, str], ...] = (
+    ("rocm", r"rocm\d*"), ("cuda", r"cu\d{2,3}"), ("cpu", r"cpu"), ("xpu", r"xpu"),
+    ("tpu", r"tpu"), ("hpu", r"hpu|gaudi\d*"), ("npu", r"npu|ascend"),
 )
 PLATFORM_ABSENT = r"not available|No module named|not found|is not installed"
 # The platform each out-of-tree platform plugin ("Platform plugin X is activated") runs on.
@@ -339,6 +359,8 @@ VERSION_CLUES: tuple[tuple[str, str, str], ...] = (
     ("compile_took", ">=0.12", "'torch.compile took X s in total' (0.12 and later)"),
     ("dynamic_shape", "<0.12", "'Compiling a graph for dynamic shape' (0.11 and older)"),
     ("compile_range", ">=0.12", "'Compiling a graph for compile range' (0.12 and later)"),
+    ("loader_module", "<0.9", "the '[loader.py:N]' tag of 'Loading weights took' (the model "
+                              "loader's one module, split into default_loader.py and others in 0.9)"),
 )
 # The lines (searched in the message) and header forms that are clues, by name.
 VERSION_CLUE_LINES: dict[str, str] = {
@@ -351,6 +373,13 @@ VERSION_CLUE_LINES: dict[str, str] = {
     "compile_took": r"torch\.compile took \d",
     "dynamic_shape": r"Compiling a graph for dynamic shape",
     "compile_range": r"Compiling a graph for compile range",
+}
+
+# The clues above that a line's source file is (the logger's "file.py:123" tag), where the line
+# says what that file did: vllm/model_executor/model_loader/loader.py printed the weights time
+# until 0.9 split it.
+VERSION_CLUE_SOURCES: dict[str, tuple[str, str]] = {
+    "loader_module": ("loader.py", r"^Loading weights took "),
 }
 
 # The clues above that are the registry's own lines, read by their LogPattern key.
