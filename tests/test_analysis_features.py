@@ -355,7 +355,7 @@ def test_module_cli_answers_a_lost_model_folder_in_one_line(tmp_path: Path) -> N
 
 
 def test_one_path_from_a_boot_to_its_features(llama_dir: Path, tmp_path: Path) -> None:
-    """``python -m analysis.features`` writes the features ``analysis.dataset`` fits on, for a
+    """``coldstart features`` writes the features ``analysis.dataset`` fits on, for a
     boot whose compile cache is still there (measured) and one whose cache is gone (estimated):
     a fit repeated from the file sees what the first fit saw."""
     from analysis.dataset import build_dataset

@@ -1,4 +1,4 @@
-"""``python -m analysis.ingest``: logs in, a result document out that read_results reads back."""
+"""``coldstart ingest``: logs in, a result document out that read_results reads back."""
 
 from __future__ import annotations
 
