@@ -542,5 +542,6 @@ def test_a_run_made_elsewhere_names_the_features_file_it_needs(capsys, tmp_path:
     (beside.parent / "scaling.features.json").write_text(features.read_text())
     _one_line_error(capsys, [str(beside), "--out-dir", str(tmp_path / "b")],
                     f"give --features {beside.parent / 'scaling.features.json'}")
-    assert coldstart(["fit", str(beside), "--features", str(beside.parent / "scaling.features.json"),
-                    "--out-dir", str(tmp_path / "c"), "--quiet", "--no-plots"]) == 0
+    assert coldstart(["fit", str(beside), "--features",
+                      str(beside.parent / "scaling.features.json"),
+                      "--out-dir", str(tmp_path / "c"), "--quiet", "--no-plots"]) == 0

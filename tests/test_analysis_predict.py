@@ -134,8 +134,9 @@ def test_warns_when_the_lines_never_described_the_models_kind(
     assert all(f"warning: {name}: its hybrid Mamba training models" in printed
                for name in warned)
     # Trained without any hybrid: the whole prediction is flagged.
-    assert coldstart(["fit", "--study", str(figure), "--holdout", "granite4.0-h-3b,granite4.0-h-32b",
-                     "--out-dir", str(tmp_path / "none"), "--quiet", "--no-plots"]) == 0
+    assert coldstart(["fit", "--study", str(figure), "--holdout",
+                      "granite4.0-h-3b,granite4.0-h-32b", "--out-dir", str(tmp_path / "none"),
+                      "--quiet", "--no-plots"]) == 0
     assert coldstart(["predict", str(small), "--fit", str(tmp_path / "none" / "predictor.json"),
                          "--json", str(out)]) == 0
     p = json.loads(out.read_text())

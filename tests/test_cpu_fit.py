@@ -98,9 +98,9 @@ def _fit_deep_holdout(tmp_path: Path, *extra: str) -> dict:
     out = tmp_path / "fit"
     with warnings.catch_warnings():  # statsmodels on the leverage-1 point; not the subject
         warnings.simplefilter("ignore")
-        assert coldstart(["fit", str(SCALING), "--features", str(FEATURES), "--holdout", DEEP_HOLDOUT,
-                         "--out-dir", str(out), "--json", str(out / "s.json"), "--quiet",
-                         "--no-plots", *extra]) == 0
+        assert coldstart(["fit", str(SCALING), "--features", str(FEATURES), "--holdout",
+                          DEEP_HOLDOUT, "--out-dir", str(out), "--json", str(out / "s.json"),
+                          "--quiet", "--no-plots", *extra]) == 0
     return json.loads((out / "s.json").read_text())
 
 
@@ -149,8 +149,8 @@ def test_a_model_lacking_a_phases_features_is_left_out_of_that_phase(tmp_path, c
     lacking = "rand-smollm2-135m-l4-tok-gpt2-50k"
     feats = _features_without(tmp_path, lacking, "tokenizer_bytes", "vocab_size")
     out = tmp_path / "fit"
-    assert coldstart(["fit", str(SCALING), "--features", str(feats), "--out-dir", str(out), "--json",
-                     str(out / "s.json"), "--quiet", "--no-plots"]) == 0
+    assert coldstart(["fit", str(SCALING), "--features", str(feats), "--out-dir", str(out),
+                      "--json", str(out / "s.json"), "--quiet", "--no-plots"]) == 0
     summary = json.loads((out / "s.json").read_text())
     assert summary["features"]["tokenizer_init"] == "tokenizer_bytes"
     assert summary["pcc"]["tokenizer_init"]["n_all"] == 18

@@ -185,7 +185,8 @@ def test_a_run_of_a_hub_model_gets_its_features_from_the_hub(llama_dir: Path, tm
     write_run(new_document([benchmark_entry(b, name=f"t[{b.model}]", params={})
                             for b in boots]), doc)
     out = tmp_path / "merged.features.json"
-    assert coldstart(["features", str(doc), "-o", str(out), "--hub-only", "--matrix", str(matrix)]) == 0
+    assert coldstart(["features", str(doc), "-o", str(out), "--hub-only", "--matrix",
+                      str(matrix)]) == 0
     written = read_features_json(out)
     assert set(written) == {"tiny"} and written["tiny"].source == "hub"
     local = from_model_dir(llama_dir, platform="cuda", vllm_version="0.10.1.1")

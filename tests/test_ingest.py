@@ -126,11 +126,13 @@ def test_cli_errors_are_one_line(logs: list[Path], tmp_path: Path, capsys, argv,
 
 def test_module_entry_point(logs: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    run = subprocess.run([sys.executable, "-m", "coldstart", "ingest", str(logs[0]), "-o", str(out)],
+    run = subprocess.run([sys.executable, "-m", "coldstart", "ingest", str(logs[0]), "-o",
+                          str(out)],
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert document.read_results(out)[0].model == "qwen-0.5b"
-    missing = subprocess.run([sys.executable, "-m", "coldstart", "ingest", "nope.log", "-o", str(out)],
+    missing = subprocess.run([sys.executable, "-m", "coldstart", "ingest", "nope.log", "-o",
+                              str(out)],
                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2
     assert missing.stderr == "coldstart ingest: error: nope.log: no such file\n"

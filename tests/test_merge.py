@@ -261,8 +261,8 @@ def test_fit_reads_a_merge_of_identical_nodes_as_the_run_and_refuses_two_machine
     assert code == 0, err
 
     def fit(path, out):
-        return coldstart(["fit", str(path), "--features", str(SCALING_FEATURES), "--out-dir", str(out),
-            "--no-plots", "--quiet"])
+        return coldstart(["fit", str(path), "--features", str(SCALING_FEATURES), "--out-dir",
+                          str(out), "--no-plots", "--quiet"])
 
     assert fit(same, tmp_path / "fit-merged") == 0
     assert fit(SCALING, tmp_path / "fit-run") == 0

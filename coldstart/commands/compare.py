@@ -44,5 +44,6 @@ def run(args: argparse.Namespace) -> int:
     return compare_runs(args.base, args.new, threshold=args.threshold,
                         noise_floor_s=args.noise_floor_s, alpha=args.alpha, force=args.force,
                         strict=args.strict, allow_missing=args.allow_missing,
-                        accept_inconclusive=args.accept_inconclusive, show_all=args.all, json_path=args.json,
+                        accept_inconclusive=args.accept_inconclusive, show_all=args.all,
+                        json_path=args.json,
                         program=progress_name(args, PROG))
