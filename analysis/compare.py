@@ -1,7 +1,7 @@
 """Compare two result documents phase by phase and give one verdict: pass (exit 0),
 regression (exit 1) or inconclusive (exit 3). The CI gate.
 
-    python -m analysis.compare BASE.json NEW.json [--threshold 0.10] [--noise-floor-s 0.05]
+    coldstart compare BASE.json NEW.json [--threshold 0.10] [--noise-floor-s 0.05]
         [--alpha 0.05] [--strict] [--allow-missing] [--accept-machine-difference]
         [--accept-inconclusive] [--json FILE] [--all]
 
@@ -66,7 +66,6 @@ Exit codes: 0 pass, 1 regression, 3 inconclusive, 2 bad input or a refused compa
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -86,14 +85,14 @@ from analysis.changes import (
 from analysis.dataset import cell_identities, machine_differences, machine_identity
 from analysis.metrics import cell_of_boot
 from analysis.verdict import Verdict, gate_command, judge, verdict_lines
-from coldstart.cli import check_output, progress_name, run_program
 from coldstart.console import console_width
 from coldstart.errors import InputError
 from harness.document import RunDocument, cell_axes, read_cells
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
 # The verdicts live in analysis.changes, a metric's round values in analysis.metrics.
-__all__ = ["Comparison", "Prepared", "decide", "cell_overlap", "main", "prepare", "vllm_versions"]
+__all__ = ["Comparison", "Prepared", "decide", "cell_overlap", "compare_runs", "prepare",
+           "vllm_versions"]
 
 
 def vllm_versions(doc: RunDocument | None, boots: list[BootResult]) -> str:
@@ -287,40 +286,13 @@ def decide(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.
     return Comparison(prepared, changes, detail_changes(prepared.base, prepared.new), verdict)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Compare two runs phase by phase and give one verdict. Exit codes: "
-                          "0 pass, 1 regression, 3 inconclusive (the verdict says why and what "
-                          "would decide it), 2 bad input.")
-    parser.add_argument("base")
-    parser.add_argument("new")
-    parser.add_argument("--threshold", type=float, default=0.10,
-                        help="relative change that counts (0.10 = 10 %%)")
-    parser.add_argument("--noise-floor-s", type=float, default=0.05,
-                        help="absolute change in seconds below which a change is noise")
-    parser.add_argument("--alpha", type=float, default=0.05, help="test level")
-    parser.add_argument("--accept-machine-difference", "--force", dest="force",
-                        action="store_true",
-                        help="judge runs of differing machines as if one machine ran both "
-                             "(else the verdict is inconclusive)")
-    parser.add_argument("--strict", action="store_true",
-                        help="a slowdown beyond the threshold that the rounds cannot confirm "
-                             "is a regression (else the verdict is inconclusive)")
-    parser.add_argument("--allow-missing", action="store_true",
-                        help="accept cells one side lacks or never measured, more skipped "
-                             "rounds and phases NEW lost (else the verdict is inconclusive)")
-    parser.add_argument("--accept-inconclusive", action="store_true",
-                        help="exit 0 on an inconclusive verdict (still stated as such)")
-    parser.add_argument("--all", action="store_true", help="list unchanged metrics too")
-    parser.add_argument("--json", help="write every comparison as JSON here")
-
-
 def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
                  noise_floor_s: float = 0.05, alpha: float = 0.05, force: bool = False,
                  strict: bool = False, allow_missing: bool = False,
                  accept_inconclusive: bool = False, show_all: bool = False,
                  json_path: str | Path | None = None,
                  program: str = "analysis.compare") -> int:
-    """``python -m analysis.compare`` as a function: print the table, the verdict and why
+    """``coldstart compare`` as a function: print the table, the verdict and why
     (and the warning of cells on one side) and write ``json_path``; the verdict's exit code
     (0 pass, 1 regression, 3 inconclusive). Bad input or a refused comparison raises its
     ``UserError`` (``InputError``, ``SchemaError``)."""
@@ -405,20 +377,3 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
             "witness_disagreements": witnesses,
             "failing": sum(c.status in FAILING for c in changes)}, indent=2) + "\n")
     return verdict.exit_code
-
-
-def run(args: argparse.Namespace) -> int:
-    check_output(args.json, "--json")
-    return compare_runs(args.base, args.new, threshold=args.threshold,
-                        noise_floor_s=args.noise_floor_s, alpha=args.alpha, force=args.force,
-                        strict=args.strict, allow_missing=args.allow_missing,
-                        accept_inconclusive=args.accept_inconclusive, show_all=args.all, json_path=args.json,
-                        program=progress_name(args, "analysis.compare"))
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("analysis.compare", add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Turn vLLM start-up logs into a result document: ``python -m analysis.ingest LOG... -o out.json``.
+"""Turn vLLM start-up logs into a result document: ``coldstart ingest LOG... -o out.json``.
 
 One record per boot, read by ``harness.logs.read_boots`` (a log a restarted pod appended
 several boots to gives one record each, in order) and written with the suite's result
@@ -17,7 +17,7 @@ reference study's file name ``output_model_<name>...txt``, else the file's stem.
 
 Exit status: 0 on success, 2 when a log is missing or unreadable, is not a vLLM log (empty,
 a JSON document, or no line the log reader recognises: ``harness.logs.not_a_log``), or the
-output's folder does not exist (one line ``analysis.ingest: error: ...`` naming the file, on
+output's folder does not exist (one line ``coldstart ingest: error: ...`` naming the file, on
 stderr, nothing written). A file that is not a log is never counted as a failed boot, and one
 such file refuses the whole batch: a wrong path in a glob is said, not skipped. A log of a boot
 that died early (only a traceback) is a log, and reads as a failed boot. A progress line per
@@ -26,14 +26,11 @@ log goes to stderr.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
-from coldstart.cli import check_output, run_program
-from coldstart.errors import InputError, unreadable
-from harness.document import write_run
-from harness.logs.reader import not_a_log, read_boots
+from coldstart.errors import InputError
+from harness.logs.reader import read_boots
 from harness.schema import BootResult, benchmark_entry, cell_id, new_document
 
 
@@ -102,53 +99,3 @@ def ingest_spans(paths: list[Path]) -> dict:
                                     "spans": str(path)}, entries, unrecorded)
     return new_document(entries, unrecorded=unrecorded,
                         machine_info={"source": "analysis.ingest --spans"})
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Read vLLM start-up logs (or, with --spans, exported OpenTelemetry "
-                          "traces) into a vllm-coldstart result document.")
-    parser.add_argument("logs", nargs="+", type=Path, metavar="LOG",
-                        help="vLLM start-up log (with --spans: an exported trace file)")
-    parser.add_argument("--spans", action="store_true",
-                        help="the inputs are vLLM's start-up spans as exported: the "
-                             "OpenTelemetry Collector's file exporter (OTLP JSON, JSON Lines) "
-                             "or Jaeger's JSON")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="result JSON to write")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.spans:
-        for path in args.logs:
-            if (why := unreadable(path)) is not None:
-                raise InputError(f"{path}: {why}")
-        check_output(args.output, "-o")
-        document = ingest_spans(args.logs)
-        write_run(document, args.output)
-        print(f"ingest: wrote {len(document['benchmarks'])} boots "
-              f"(+{len(document['coldstart']['unrecorded'])} failed) to {args.output}",
-              file=sys.stderr)
-        return 0
-    # Check every input, and where the output goes, before reading any: a typo costs nothing
-    # and writes nothing. A file that is not a log would be a failed boot named after it.
-    for path in args.logs:
-        why = unreadable(path) or not_a_log(path.read_text(encoding="utf-8", errors="replace"))
-        if why is not None:
-            raise InputError(f"{path}: {why}")
-    check_output(args.output, "-o")
-    try:
-        document = ingest(args.logs)
-    except OSError as exc:
-        raise InputError(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
-    write_run(document, args.output)
-    print(f"ingest: wrote {len(document['benchmarks'])} boots "
-          f"(+{len(document['coldstart']['unrecorded'])} failed or skipped) to {args.output}",
-          file=sys.stderr)
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("analysis.ingest", add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

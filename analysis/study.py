@@ -6,7 +6,7 @@ published, per figure, ``comparison_results.json`` files: ``{"labels": [log file
 (``avg_comparison_results.json``), and ``models_config.json`` with per-model features. This
 module turns them into ``BootResult`` records and ``ModelFeatures``:
 
-    python -m analysis.study tests/data/study/figures/figure-rest \\
+    coldstart study tests/data/study/figures/figure-rest \\
         -o study.json --features-out study_features.json
 
 The study's columns map onto our six phases through the log reader's mapping
@@ -34,18 +34,14 @@ capture-size list are taken from a log; phase durations come from the JSON only.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from analysis.features.model_features import ModelFeatures
 from analysis.features.study_models import study_entry_features
-from coldstart.cli import check_output, run_program
 from coldstart.errors import FeatureError
-from harness.document import write_run
 from harness.logs.reader import read_log
 from harness.schema import (
     PHASE_NAMES,
@@ -351,34 +347,3 @@ def study_document(study: StudyData) -> dict[str, Any]:
                "system": m["system"], "machine": m["machine"], "gpu": m["gpu"],
                "source": str(study.source)}
     return new_document(entries, machine_info=machine)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = ("Turn the reference study's comparison_results.json into a result "
-                          "document.")
-    parser.add_argument("source", help="figure folder or (avg_)comparison_results.json")
-    parser.add_argument("-o", "--output", required=True, help="result document to write")
-    parser.add_argument("--models-config", help="the study's models_config.json")
-    parser.add_argument("--logs", metavar="FOLDER",
-                        help="boot logs to read model facts from where the figure has none")
-    parser.add_argument("--features-out", help="also write {model: features} JSON here")
-
-
-def run(args: argparse.Namespace) -> int:
-    check_output(args.output, "-o")
-    check_output(args.features_out, "--features-out")
-    study = read_study(args.source, models_config=args.models_config, logs=args.logs)
-    write_run(study_document(study), args.output)
-    if args.features_out:
-        Path(args.features_out).write_text(json.dumps(
-            {k: v.model_dump(mode="json") for k, v in study.features.items()}, indent=2) + "\n")
-    print(f"{len(study.results)} models -> {args.output}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("analysis.study", add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""python -m analysis.table out.json [--markdown]: one row per cell, the phases as columns.
+"""coldstart table out.json [--markdown]: one row per cell, the phases as columns.
 
 What an operator reads first: where the seconds of each configuration went, what the caches
 did, and how fast the weights came in against what the storage gives.
@@ -6,13 +6,9 @@ did, and how fast the weights came in against what the storage gives.
 
 from __future__ import annotations
 
-import argparse
-import sys
-
-from coldstart.cli import run_program
-from harness.document import CELL_AXES, read_results
+from harness.document import CELL_AXES
 from harness.evidence import WeightsFacts
-from harness.schema import PHASE_NAMES, BootResult, SchemaError
+from harness.schema import PHASE_NAMES, BootResult
 
 SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
          "model_loading": "loading", "torch_compile": "compile",
@@ -36,39 +32,3 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
                     r.compile_cache_observed or "-", num(w.load_gbps),
                     num(w.fraction_of_floor, "{:.0%}"), num(w.storage_read_bytes, "{:,}")])
     return headers, out
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__.split("\n")[0]
-    parser.add_argument("json", nargs="+")
-    parser.add_argument("--markdown", action="store_true", help="print a markdown table")
-
-
-def run(args: argparse.Namespace) -> int:
-    results = [r for path in args.json for r in read_results(path)]
-    if not results:  # a run that booted nothing is worth saying, not an empty table
-        raise SchemaError(f"{', '.join(args.json)}: no boot in it (no benchmark, nothing "
-                          "unrecorded)")
-    headers, body = rows(results)
-    if args.markdown:
-        print("| " + " | ".join(headers) + " |")
-        print("|" + "---|" * len(headers))
-        for row in body:
-            print("| " + " | ".join(row) + " |")
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(*headers)
-    for row in body:
-        table.add_row(*row)
-    Console(width=300).print(table)
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("analysis.table", add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

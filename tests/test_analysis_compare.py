@@ -15,8 +15,7 @@ from analysis.changes import (
     metric_change,
     min_two_sided_p,
 )
-from analysis.compare import main as compare_main
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 from harness.document import write_run
 from harness.schema import BootResult, benchmark_entry, new_document
 
@@ -69,7 +68,7 @@ def _doc(path: Path, *, rounds: int, version: str, slower: dict[str, float] | No
 
 def _changes(base: Path, new: Path, tmp_path: Path, *extra: str) -> tuple[int, list[dict]]:
     out = tmp_path / "changes.json"
-    code = compare_main([str(base), str(new), "--json", str(out), *extra])
+    code = coldstart(["compare", str(base), str(new), "--json", str(out), *extra])
     return code, json.loads(out.read_text())["changes"]
 
 
@@ -104,7 +103,7 @@ def test_rounds_too_few_for_the_family_leave_the_verdict_inconclusive(tmp_path: 
     slow = _doc(tmp_path / "n.json", rounds=few, version="0.11.0",
                 slower={"cuda_graph_capture": 2.0})
     out = tmp_path / "c.json"
-    assert compare_main([str(base), str(slow), "--json", str(out)]) == 3
+    assert coldstart(["compare", str(base), str(slow), "--json", str(out)]) == 3
     report = json.loads(out.read_text())
     verdict = report["verdict"]
     assert verdict["verdict"] == "inconclusive" and verdict["exit_code"] == 3
@@ -117,7 +116,7 @@ def test_rounds_too_few_for_the_family_leave_the_verdict_inconclusive(tmp_path: 
     assert "--models a " in verdict["decide_with"]
     assert verdict["decide_with"].endswith(f"--rounds {fewest_rounds(FAMILY // 2, 0.05)}")
     # accepted explicitly: exit 0, and the verdict still says what it is
-    assert compare_main([str(base), str(slow), "--json", str(out),
+    assert coldstart(["compare", str(base), str(slow), "--json", str(out),
                          "--accept-inconclusive"]) == 0
     verdict = json.loads(out.read_text())["verdict"]
     assert verdict["verdict"] == "inconclusive" and verdict["exit_code"] == 0
@@ -142,7 +141,7 @@ def test_regression_fails_the_gate_and_names_the_phase(tmp_path: Path) -> None:
     new = _doc(tmp_path / "n.json", rounds=ENOUGH, version="0.11.0",
                slower={"model_loading": 5.0})
     out = tmp_path / "c.json"
-    assert compare_main([str(base), str(new), "--json", str(out)]) == 1
+    assert coldstart(["compare", str(base), str(new), "--json", str(out)]) == 1
     report = json.loads(out.read_text())
     bad = [c for c in report["changes"] if c["status"] == "regression"]
     assert {c["metric"] for c in bad} == {"model_loading", "total"}
@@ -156,25 +155,25 @@ def test_change_inside_noise_floor_or_threshold_is_not_a_regression(tmp_path: Pa
     base = _doc(tmp_path / "b.json", rounds=ENOUGH, version="x")
     # +0.5 s on 20 s is 2.5 %: below the 10 % threshold although significant.
     new = _doc(tmp_path / "n.json", rounds=ENOUGH, version="y", slower={"model_loading": 0.5})
-    assert compare_main([str(base), str(new)]) == 0
-    assert compare_main([str(base), str(new), "--threshold", "0.01"]) == 1
+    assert coldstart(["compare", str(base), str(new)]) == 0
+    assert coldstart(["compare", str(base), str(new), "--threshold", "0.01"]) == 1
     # +0.2 s on a 0.3 s tokenizer is 67 % but below a 0.5 s floor.
     new = _doc(tmp_path / "n2.json", rounds=ENOUGH, version="y", slower={"tokenizer_init": 0.2})
-    assert compare_main([str(base), str(new), "--noise-floor-s", "0.5"]) == 0
+    assert coldstart(["compare", str(base), str(new), "--noise-floor-s", "0.5"]) == 0
 
 
 def test_one_round_is_never_significant_and_never_passes_a_slowdown(tmp_path: Path) -> None:
     base = _doc(tmp_path / "b.json", rounds=1, version="x")
     new = _doc(tmp_path / "n.json", rounds=1, version="y", slower={"model_loading": 10.0})
     out = tmp_path / "c.json"
-    assert compare_main([str(base), str(new), "--json", str(out)]) == 3
+    assert coldstart(["compare", str(base), str(new), "--json", str(out)]) == 3
     report = json.loads(out.read_text())
     changes = report["changes"]
     assert "one round on a side" in " ".join(report["verdict"]["reasons"])
     loading = next(c for c in changes if c["metric"] == "model_loading" and "model=a" in c["cell"])
     assert loading["status"] == "possible regression" and not loading["significant"]
     assert loading["p_value"] is None
-    assert compare_main([str(base), str(new), "--strict"]) == 1
+    assert coldstart(["compare", str(base), str(new), "--strict"]) == 1
 
 
 def test_two_rounds_cannot_reach_significance() -> None:
@@ -191,7 +190,7 @@ def test_failure_in_new_is_a_regression(tmp_path: Path) -> None:
     base = _doc(tmp_path / "b.json", rounds=3, version="x")
     new = _doc(tmp_path / "n.json", rounds=3, version="y", fail=True)
     out = tmp_path / "c.json"
-    assert compare_main([str(base), str(new), "--json", str(out)]) == 1
+    assert coldstart(["compare", str(base), str(new), "--json", str(out)]) == 1
     statuses = {c["status"] for c in json.loads(out.read_text())["changes"]}
     assert "failed in new" in statuses
 
@@ -201,15 +200,14 @@ def test_differing_machines_are_inconclusive_unless_accepted(tmp_path: Path, cap
     other = MACHINE | {"cpu": {"brand_raw": "Intel Xeon Platinum 8568Y+", "count": 96}}
     new = _doc(tmp_path / "n.json", rounds=3, version="y", machine=other)
     out = tmp_path / "c.json"
-    assert run_cli("analysis.compare", compare_main,
-                   [str(base), str(new), "--json", str(out)]) == 3
+    assert coldstart(["compare", str(base), str(new), "--json", str(out)]) == 3
     printed = capsys.readouterr().out
     assert "the machines differ: cpu:" in printed and "INCONCLUSIVE (exit 3)" in printed
     report = json.loads(out.read_text())
     assert report["metadata_disagreement"]["cpu_count"] == [32, 96]
     assert report["verdict"]["reasons"][0].startswith("the machines differ: ")
     for accept in ("--accept-machine-difference", "--force"):
-        assert compare_main([str(base), str(new), accept, "--json", str(out)]) == 0
+        assert coldstart(["compare", str(base), str(new), accept, "--json", str(out)]) == 0
         assert json.loads(out.read_text())["verdict"]["accepted"][0].startswith(
             "the machines differ")
 
@@ -238,12 +236,12 @@ def test_each_fact_of_a_comparable_machine_is_checked(tmp_path: Path, fact, a, b
     same = _with_facts(one, tmp_path / "s.json", **{fact: a})
     other = _with_facts(one, tmp_path / "o.json", **{fact: b})
     out = tmp_path / "c.json"
-    assert compare_main([str(base), str(same), "--json", str(out)]) == 0
-    assert compare_main([str(base), str(other), "--json", str(out)]) == 3
+    assert coldstart(["compare", str(base), str(same), "--json", str(out)]) == 0
+    assert coldstart(["compare", str(base), str(other), "--json", str(out)]) == 3
     report = json.loads(out.read_text())
     assert len(report["metadata_disagreement"]) == 1
     # and a fact one side never recorded is said to be unchecked, not taken as equal
-    assert compare_main([str(one), str(other), "--json", str(out)]) == 0
+    assert coldstart(["compare", str(one), str(other), "--json", str(out)]) == 0
     assert json.loads(out.read_text())["metadata_unchecked"]
 
 
@@ -256,9 +254,9 @@ def test_bad_files_exit_2(tmp_path: Path, capsys) -> None:
                         ([str(base), str(base), "--alpha", "x"], "invalid float value: 'x'"),
                         ([str(base), str(base), "--json", str(tmp_path / "no" / "c.json")],
                          f"folder {tmp_path / 'no'} does not exist")):
-        assert run_cli("analysis.compare", compare_main, argv) == 2
+        assert coldstart(["compare", *argv]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith("analysis.compare: error: ")
+        assert err.count("\n") == 1 and err.startswith("coldstart compare: error: ")
         assert words in err, err
 
 
@@ -283,7 +281,7 @@ def test_study_iterations_as_rounds(study_reference: Path, tmp_path: Path) -> No
     slow = tmp_path / "slow.json"
     write_run(_slowed(doc, "qwen-7b", "model_loading", 3.0), slow)
     out = tmp_path / "c.json"
-    code = compare_main([str(base), str(slow), "--json", str(out)])
+    code = coldstart(["compare", str(base), str(slow), "--json", str(out)])
     report = json.loads(out.read_text())
     changes = report["changes"]
     flagged = {(c["cell"].split("-loader")[0], c["metric"]) for c in changes
@@ -313,8 +311,8 @@ def test_suite_machine_facts_are_checked(tmp_path: Path) -> None:
     base = _doc(tmp_path / "b.json", rounds=3, version="x", machine=facts("NVIDIA H100 NVL"))
     same = _doc(tmp_path / "s.json", rounds=3, version="y", machine=facts("NVIDIA H100 NVL"))
     other = _doc(tmp_path / "o.json", rounds=3, version="y", machine=facts("NVIDIA L40S"))
-    assert compare_main([str(base), str(same)]) == 0
-    assert compare_main([str(base), str(other)]) == 3
+    assert coldstart(["compare", str(base), str(same)]) == 0
+    assert coldstart(["compare", str(base), str(other)]) == 3
 
 
 def test_a_cell_on_one_side_is_inconclusive_unless_allowed(tmp_path: Path, capsys) -> None:
@@ -324,10 +322,10 @@ def test_a_cell_on_one_side_is_inconclusive_unless_allowed(tmp_path: Path, capsy
     assert code == 3
     (lost,) = [c for c in changes if c["status"] != "no change"]
     assert lost["status"] == "only in base" and lost["cell"].startswith("model=b")
-    assert compare_main([str(base), str(new), "--allow-missing"]) == 0
+    assert coldstart(["compare", str(base), str(new), "--allow-missing"]) == 0
     # a cell only NEW has is no comparison of the count, and not judged either
     capsys.readouterr()
-    assert compare_main([str(new), str(base)]) == 3
+    assert coldstart(["compare", str(new), str(base)]) == 3
     summary = [line for line in capsys.readouterr().out.splitlines() if " comparisons (" in line]
     assert len(summary) == 1 and summary[0].endswith("; 1 cell(s) only in new"), summary
     in_both = len([c for c in _changes(new, base, tmp_path)[1] if c["cell"].startswith("model=a")])
@@ -347,9 +345,9 @@ def test_a_run_without_boots_is_refused(tmp_path: Path, capsys, content) -> None
     empty = tmp_path / "empty.json"
     empty.write_text(json.dumps(content))
     for argv in ([str(base), str(empty)], [str(empty), str(base)]):
-        assert run_cli("analysis.compare", compare_main, argv) == 2
+        assert coldstart(["compare", *argv]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith("analysis.compare: error: ")
+        assert err.count("\n") == 1 and err.startswith("coldstart compare: error: ")
         assert "empty.json: holds no boot" in err
 
 
@@ -368,9 +366,9 @@ def test_more_failed_rounds_fail_the_gate(tmp_path: Path) -> None:
     # the same share of failures on both sides is not a regression
     same = _doc(tmp_path / "s.json", rounds=5, version="y", failed_rounds=1)
     again = _doc(tmp_path / "s2.json", rounds=5, version="z", failed_rounds=1)
-    assert compare_main([str(same), str(again)]) == 0
+    assert coldstart(["compare", str(same), str(again)]) == 0
     # fewer failures is not one either
-    assert compare_main([str(new), str(base)]) == 0
+    assert coldstart(["compare", str(new), str(base)]) == 0
 
 
 def test_tied_rounds_get_the_exact_p() -> None:
@@ -490,5 +488,5 @@ def test_more_skipped_rounds_are_inconclusive_unless_allowed(tmp_path: Path) -> 
 def test_a_nan_option_is_refused(tmp_path: Path, capsys, option: str) -> None:
     base = _doc(tmp_path / "b.json", rounds=3, version="0.10.1.1")
     argv = [str(base), str(base), option, "nan"]
-    assert run_cli("analysis.compare", compare_main, argv) == 2
+    assert coldstart(["compare", *argv]) == 2
     assert "must be finite" in capsys.readouterr().err

@@ -23,6 +23,7 @@ from coldstart.errors import FeatureError
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
+from coldstart.__main__ import main as coldstart
 from tests.conftest import LLAMA_LIKE, llama_tensors  # noqa: E402
 
 
@@ -338,15 +339,15 @@ def test_module_cli_answers_a_lost_model_folder_in_one_line(tmp_path: Path) -> N
     result = tmp_path / "boot.json"
     result.write_text(BootResult(state="measured", model="gone", model_path=str(tmp_path / "gone"),
                                  platform="cpu").model_dump_json())
-    run = subprocess.run([sys.executable, "-m", "analysis.features", str(result), "-o",
+    run = subprocess.run([sys.executable, "-m", "coldstart", "features", str(result), "-o",
                           str(tmp_path / "f.json")], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], timeout=120)
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr
-    assert run.stderr.startswith("analysis.features: error: ") and "gone" in run.stderr
+    assert run.stderr.startswith("coldstart features: error: ") and "gone" in run.stderr
     # Nothing measured with a folder: nothing to write is an error, not an empty file.
     skipped = tmp_path / "skipped.json"
     skipped.write_text(BootResult(state="skipped", model="x", skip_reason="busy").model_dump_json())
-    run = subprocess.run([sys.executable, "-m", "analysis.features", str(skipped), "-o",
+    run = subprocess.run([sys.executable, "-m", "coldstart", "features", str(skipped), "-o",
                           str(tmp_path / "f.json")], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1], timeout=120)
     assert run.returncode == 2 and "no features to write" in run.stderr
@@ -354,11 +355,10 @@ def test_module_cli_answers_a_lost_model_folder_in_one_line(tmp_path: Path) -> N
 
 
 def test_one_path_from_a_boot_to_its_features(llama_dir: Path, tmp_path: Path) -> None:
-    """``python -m analysis.features`` writes the features ``analysis.dataset`` fits on, for a
+    """``coldstart features`` writes the features ``analysis.dataset`` fits on, for a
     boot whose compile cache is still there (measured) and one whose cache is gone (estimated):
     a fit repeated from the file sees what the first fit saw."""
     from analysis.dataset import build_dataset
-    from analysis.features.cli import main as features_main
     from harness.document import write_run
     from harness.schema import BootResult, benchmark_entry, new_document
 
@@ -375,7 +375,7 @@ def test_one_path_from_a_boot_to_its_features(llama_dir: Path, tmp_path: Path) -
     write_run(new_document([benchmark_entry(b, name=f"t[{b.model}]", params={})
                                  for b in boots]), doc)
     out = tmp_path / "features.json"
-    assert features_main([str(doc), "-o", str(out)]) == 0
+    assert coldstart(["features", str(doc), "-o", str(out)]) == 0
     written = read_features_json(out)
     fitted = {row.model: row.features for row in build_dataset(boots, {}, [str(doc)]).rows}
     assert written == fitted

@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.fit.cli import main as fit_main
 from analysis.study import STUDY_HOLDOUT, STUDY_REPORTED
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 from harness.document import write_run
 from harness.schema import BootResult, benchmark_entry, new_document
 
@@ -29,7 +28,7 @@ def acceptance(tmp_path_factory, study_reference: Path) -> dict:
     argv = ["--study", str(ref / "figures" / "figure-rest"),
             "--holdout", ",".join(STUDY_HOLDOUT), "--out-dir", str(out),
             "--json", str(out / "summary.json"), "--quiet"]
-    assert fit_main(argv) == 0
+    assert coldstart(["fit", *argv]) == 0
     return {"summary": json.loads((out / "summary.json").read_text()), "out": out}
 
 
@@ -129,7 +128,7 @@ def test_a_fit_moved_toward_the_truth_stays_green(study_reference: Path, accepta
     argv = ["--study", str(study_reference / "figures" / "figure-rest"),
             "--holdout", ",".join(STUDY_HOLDOUT), "--out-dir", str(tmp_path),
             "--json", str(tmp_path / "s.json"), "--quiet", "--no-plots"]
-    assert fit_main(argv) == 0
+    assert coldstart(["fit", *argv]) == 0
     better = json.loads((tmp_path / "s.json").read_text())
     _check_acceptance(better)
     before = acceptance["summary"]
@@ -148,7 +147,7 @@ def test_first_method_with_its_forced_features_keeps_the_mse_bound(study_referen
     argv = ["--study", str(ref / "figures" / "figure-rest"), "--holdout", ",".join(STUDY_HOLDOUT),
             "--out-dir", str(tmp_path), "--json", str(tmp_path / "s.json"), "--quiet",
             "--no-plots"] + [a for p, f in first.items() for a in ("--feature", f"{p}={f}")]
-    assert fit_main(argv) == 0
+    assert coldstart(["fit", *argv]) == 0
     s = json.loads((tmp_path / "s.json").read_text())
     assert s["split"] == {} and s["features"]["torch_compile"] == "compiled_graph_bytes"
     assert s["features"]["tokenizer_init"] == "tokenizer_bytes"
@@ -208,7 +207,7 @@ def test_method_on_other_machines(figure: str, study_reference: Path, tmp_path: 
     argv = ["--study", str(figures / figure), "--study-logs", str(figures / "figure-rest"),
             "--holdout", "llama3-3b,qwen-7b", "--out-dir", str(tmp_path), "--json",
             str(tmp_path / "s.json"), "--quiet", "--no-plots"]
-    assert fit_main(argv) == 0
+    assert coldstart(["fit", *argv]) == 0
     s = json.loads((tmp_path / "s.json").read_text())
     assert len(s["train"]) == 9
     hold = s["holdout"]
@@ -307,7 +306,7 @@ def test_fit_on_suite_results_per_configuration(cpu_results: dict, tmp_path: Pat
     out = tmp_path / "rep"
     argv = [str(cpu_results["doc"]), "--holdout", "m6", "--out-dir", str(out), "--json",
             str(out / "s.json"), "--quiet", "--no-plots"]
-    assert fit_main(argv) == 0
+    assert coldstart(["fit", *argv]) == 0
     s = json.loads((out / "s.json").read_text())
     assert len(s["groups"]) == 2  # compile_cache=cold and =warm are fitted apart
     for g in s["groups"]:
@@ -321,24 +320,22 @@ def test_fit_on_suite_results_per_configuration(cpu_results: dict, tmp_path: Pat
 
 def test_predict_a_model_never_booted(cpu_results: dict, tmp_path: Path) -> None:
     from analysis.features.model_folder import from_model_dir
-    from analysis.predict import main as predict_main
 
     out = tmp_path / "rep"
-    assert fit_main([str(cpu_results["doc"]), "--out-dir", str(out), "--quiet",
+    assert coldstart(["fit", str(cpu_results["doc"]), "--out-dir", str(out), "--quiet",
                      "--no-plots"]) == 0
     new = cpu_results["new"]
     f = from_model_dir(new, platform="cpu")
     truth = sum(v for v in _truth(f.weight_bytes, 3, 3500, "warm").values() if v is not None)
     pred = tmp_path / "p.json"
-    assert predict_main([str(new), "--fit", str(out / "predictor.json"), "--compile-cache",
+    assert coldstart(["predict", str(new), "--fit", str(out / "predictor.json"), "--compile-cache",
                          "warm", "--json", str(pred)]) == 0
     p = json.loads(pred.read_text())
     assert p["total"]["predicted_s"] == pytest.approx(truth, abs=0.1)
     assert p["total"]["low_s"] <= truth <= p["total"]["high_s"]
     assert p["phases"]["cuda_graph_capture"]["status"] == "not_applicable"
     # Two configurations fit the question without --compile-cache: refused, exit 2.
-    assert run_cli("analysis.predict", predict_main,
-                   [str(new), "--fit", str(out / "predictor.json")]) == 2
+    assert coldstart(["predict", str(new), "--fit", str(out / "predictor.json")]) == 2
 
 
 def _compile_subphases(layers: int, compile_cache: str) -> dict[str, float]:
@@ -368,7 +365,7 @@ def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path)
     doc = tmp_path / "split.json"
     _write(entries, doc)
     out = tmp_path / "rep"
-    assert fit_main([str(doc), "--holdout", "m6", "--out-dir", str(out), "--json",
+    assert coldstart(["fit", str(doc), "--holdout", "m6", "--out-dir", str(out), "--json",
                      str(out / "s.json"), "--quiet"]) == 0
     s = json.loads((out / "s.json").read_text())
     for g in s["groups"]:
@@ -396,10 +393,9 @@ def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path)
     plots = sorted(out.glob("g*_phase_torch_compile.dynamo_transform.png"))
     assert len(plots) == 2 and all(f.stat().st_size > 1000 for f in plots)
     # A model never booted: the phase is the sum of its sub-phases, inside the total.
-    from analysis.predict import main as predict_main
 
     pred = tmp_path / "p.json"
-    assert predict_main([str(cpu_results["new"]), "--fit", str(out / "predictor.json"),
+    assert coldstart(["predict", str(cpu_results["new"]), "--fit", str(out / "predictor.json"),
                          "--compile-cache", "warm", "--json", str(pred)]) == 0
     p = json.loads(pred.read_text())
     tc = p["phases"]["torch_compile"]
@@ -423,7 +419,7 @@ def test_torch_compile_not_split_when_subphases_do_not_add_up(cpu_results: dict,
     doc = tmp_path / "d.json"
     _write(entries, doc)
     out = tmp_path / "rep"
-    assert fit_main([str(doc), "--out-dir", str(out), "--json", str(out / "s.json"),
+    assert coldstart(["fit", str(doc), "--out-dir", str(out), "--json", str(out / "s.json"),
                      "--quiet", "--no-plots"]) == 0
     g = json.loads((out / "s.json").read_text())
     assert g["split"] == {}
@@ -433,9 +429,9 @@ def test_torch_compile_not_split_when_subphases_do_not_add_up(cpu_results: dict,
 
 # ------------------------------------------------------------------------------ bad inputs
 def _one_line_error(capsys, argv: list[str], expect: str) -> None:
-    assert run_cli("analysis.fit", fit_main, argv) == 2
+    assert coldstart(["fit", *argv]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("analysis.fit: error: "), err
+    assert err.count("\n") == 1 and err.startswith("coldstart fit: error: "), err
     assert expect in err and "Traceback" not in err
 
 
@@ -453,7 +449,7 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path: Path, cpu_results: di
                          if b["params"]["model"] in ("m0", "m1") and
                          b["params"]["compile_cache"] == "cold"]
     (tmp_path / "two.json").write_text(json.dumps(doc))
-    assert run_cli("analysis.fit", fit_main, [str(tmp_path / "two.json"), "--out-dir",
+    assert coldstart(["fit", str(tmp_path / "two.json"), "--out-dir",
                                               str(tmp_path / "o"), "--quiet"]) == 0
     said = capsys.readouterr()
     assert said.err == "" and "at most 2 models in one" in said.out
@@ -464,7 +460,7 @@ def test_bad_inputs_exit_2_with_one_line(capsys, tmp_path: Path, cpu_results: di
                     "is a file, not a folder")
     # argparse's own errors: one line too, naming --help
     _one_line_error(capsys, [str(cpu_results["doc"]), "--bogus"],
-                    "unrecognized arguments: --bogus (see python -m analysis.fit --help)")
+                    "unrecognized arguments: --bogus (see coldstart fit --help)")
     _one_line_error(capsys, ["--holdout"], "argument --holdout: expected one argument")
 
 
@@ -482,7 +478,7 @@ def test_result_files_of_two_machines_are_refused(capsys, tmp_path: Path,
     (tmp_path / "bare.json").write_text(json.dumps(first))
     argv = [str(cpu_results["doc"]), str(tmp_path / "bare.json"), "--out-dir",
             str(tmp_path / "o"), "--quiet", "--no-plots"]
-    assert fit_main(argv) == 0
+    assert coldstart(["fit", *argv]) == 0
 
 
 def test_what_makes_two_machines() -> None:
@@ -515,9 +511,9 @@ def test_study_logs_needs_a_study(capsys, cpu_results: dict, tmp_path: Path) -> 
 
 def test_help_still_prints_usage(capsys) -> None:
     with pytest.raises(SystemExit) as exit_:
-        fit_main(["--help"])
+        coldstart(["fit", "--help"])
     assert exit_.value.code == 0
-    assert capsys.readouterr().out.startswith("usage: python -m analysis.fit")
+    assert capsys.readouterr().out.startswith("usage: coldstart fit")
 
 
 def test_module_entry_point_exit_code(tmp_path: Path) -> None:
@@ -546,6 +542,6 @@ def test_a_run_made_elsewhere_names_the_features_file_it_needs(capsys, tmp_path:
     (beside.parent / "scaling.features.json").write_text(features.read_text())
     _one_line_error(capsys, [str(beside), "--out-dir", str(tmp_path / "b")],
                     f"give --features {beside.parent / 'scaling.features.json'}")
-    assert run_cli("analysis.fit", fit_main,
-                   [str(beside), "--features", str(beside.parent / "scaling.features.json"),
-                    "--out-dir", str(tmp_path / "c"), "--quiet", "--no-plots"]) == 0
+    assert coldstart(["fit", str(beside), "--features",
+                      str(beside.parent / "scaling.features.json"),
+                      "--out-dir", str(tmp_path / "c"), "--quiet", "--no-plots"]) == 0

@@ -7,11 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.fit.cli import main as fit_main
-from analysis.predict import main as predict_main
 from analysis.predictor_file import load_predictor
 from analysis.study import STUDY_HOLDOUT, read_study
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +17,7 @@ def fitted(tmp_path_factory, study_reference: Path) -> dict:
     ref = study_reference
     out = tmp_path_factory.mktemp("pred")
     figure = ref / "figures" / "figure-rest"
-    assert fit_main(["--study", str(figure), "--holdout", ",".join(STUDY_HOLDOUT),
+    assert coldstart(["fit", "--study", str(figure), "--holdout", ",".join(STUDY_HOLDOUT),
                      "--out-dir", str(out), "--json", str(out / "s.json"), "--quiet",
                      "--no-plots"]) == 0
     study = read_study(figure)
@@ -44,7 +42,7 @@ def test_prediction_matches_the_fit_holdout(fitted: dict, study_reference: Path,
     # same input given to predict gives the same total.
     out = tmp_path / "p.json"
     gbps = _measured_gbps(study_reference, "gemma-7b")
-    assert predict_main([str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
+    assert coldstart(["predict", str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
                          "--load-gbps", repr(gbps), "--json", str(out)]) == 0
     p = json.loads(out.read_text())
     assert p["storage"] == f"load bandwidth: {gbps:g} GB/s (--load-gbps)"
@@ -80,14 +78,14 @@ def test_from_an_hf_config_and_overrides(fitted: dict, tmp_path: Path, capsys) -
     bare = json.loads(fitted["gemma"].read_text()) | {tokenizer_feature: None}
     (tmp_path / "bare.json").write_text(json.dumps(bare))
     argv = [str(tmp_path / "bare.json"), "--fit", str(fitted["predictor"])]
-    assert run_cli("analysis.predict", predict_main, argv) == 2
+    assert coldstart(["predict", *argv]) == 2
     assert f"--set {tokenizer_feature}" in capsys.readouterr().err
-    assert predict_main(argv + ["--set", f"{tokenizer_feature}=256000"]) == 0
+    assert coldstart(["predict", *argv + ["--set", f"{tokenizer_feature}=256000"]]) == 0
     capsys.readouterr()
     out = tmp_path / "p.json"
     # No tokenizer files beside the config: their size is given by hand (a value, not a
     # measurement), and the config's vocabulary is its own.
-    assert predict_main([str(cfg), "--fit", str(fitted["predictor"]), "--json", str(out),
+    assert coldstart(["predict", str(cfg), "--fit", str(fitted["predictor"]), "--json", str(out),
                          "--set", "tokenizer_bytes=1842767"]) == 0
     p = json.loads(out.read_text())
     assert p["features"]["tokenizer_bytes"] == 1842767 and p["features"]["vocab_size"] == 32000
@@ -104,10 +102,10 @@ def test_warns_when_the_lines_never_described_the_models_kind(
     small.write_text(study.features["granite4.0-h-3b"].model_dump_json())
     # Trained with the 32 B hybrid only: the lines that set it aside (model loading, graph
     # loading among them) describe attention models only.
-    assert fit_main(["--study", str(figure), "--holdout", "granite4.0-h-3b", "--out-dir",
+    assert coldstart(["fit", "--study", str(figure), "--holdout", "granite4.0-h-3b", "--out-dir",
                      str(tmp_path / "one"), "--quiet", "--no-plots"]) == 0
     out = tmp_path / "p.json"
-    assert predict_main([str(small), "--fit", str(tmp_path / "one" / "predictor.json"),
+    assert coldstart(["predict", str(small), "--fit", str(tmp_path / "one" / "predictor.json"),
                          "--json", str(out)]) == 0
     p = json.loads(out.read_text())
     warned = {name for name, v in p["phases"].items()
@@ -123,7 +121,7 @@ def test_warns_when_the_lines_never_described_the_models_kind(
     measured = study.results[[r.model for r in study.results].index("granite4.0-h-3b")]
     gbps = _measured_gbps(study_reference, "granite4.0-h-3b")
     assert gbps > 5
-    assert predict_main([str(small), "--fit", str(tmp_path / "one" / "predictor.json"),
+    assert coldstart(["predict", str(small), "--fit", str(tmp_path / "one" / "predictor.json"),
                          "--load-gbps", repr(gbps), "--json", str(out)]) == 0
     cached = json.loads(out.read_text())["phases"]["model_loading"]
     assert cached["low_s"] <= measured.phases["model_loading"] <= cached["high_s"]
@@ -136,16 +134,17 @@ def test_warns_when_the_lines_never_described_the_models_kind(
     assert all(f"warning: {name}: its hybrid Mamba training models" in printed
                for name in warned)
     # Trained without any hybrid: the whole prediction is flagged.
-    assert fit_main(["--study", str(figure), "--holdout", "granite4.0-h-3b,granite4.0-h-32b",
-                     "--out-dir", str(tmp_path / "none"), "--quiet", "--no-plots"]) == 0
-    assert predict_main([str(small), "--fit", str(tmp_path / "none" / "predictor.json"),
+    assert coldstart(["fit", "--study", str(figure), "--holdout",
+                      "granite4.0-h-3b,granite4.0-h-32b", "--out-dir", str(tmp_path / "none"),
+                      "--quiet", "--no-plots"]) == 0
+    assert coldstart(["predict", str(small), "--fit", str(tmp_path / "none" / "predictor.json"),
                          "--json", str(out)]) == 0
     p = json.loads(out.read_text())
     assert p["total"]["warnings"] == ["no hybrid Mamba model among the training models"]
     # A dense model gets none.
     dense = tmp_path / "llama.json"
     dense.write_text(study.features["llama3-3b"].model_dump_json())
-    assert predict_main([str(dense), "--fit", str(tmp_path / "one" / "predictor.json"),
+    assert coldstart(["predict", str(dense), "--fit", str(tmp_path / "one" / "predictor.json"),
                          "--json", str(out)]) == 0
     p = json.loads(out.read_text())
     assert not p["total"]["warnings"] and not any(v["warnings"] for v in p["phases"].values())
@@ -158,12 +157,11 @@ def test_bad_predictor_files(fitted: dict, tmp_path: Path, capsys) -> None:
     for bad, words in ((tmp_path / "newer.json", "newer than this reader"),
                        (tmp_path / "other.json", "not a predictor file"),
                        (tmp_path / "missing.json", "no such file")):
-        rc = run_cli("analysis.predict", predict_main, [str(fitted["gemma"]), "--fit", str(bad)])
+        rc = coldstart(["predict", str(fitted["gemma"]), "--fit", str(bad)])
         err = capsys.readouterr().err
         assert rc == 2 and words in err and err.count("\n") == 1
     assert load_predictor(fitted["predictor"])["groups"]
-    rc = run_cli("analysis.predict", predict_main,
-                 [str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
+    rc = coldstart(["predict", str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
                   "--loader", "tensorizer"])
     assert rc == 2 and "no fitted configuration matches" in capsys.readouterr().err
 
@@ -226,10 +224,10 @@ def test_a_damaged_predictor_file_is_one_line(fitted: dict, tmp_path: Path, caps
                                               how: str, words: str) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(_damaged(json.loads(fitted["predictor"].read_text()), how)))
-    rc = run_cli("analysis.predict", predict_main, [str(fitted["gemma"]), "--fit", str(bad)])
+    rc = coldstart(["predict", str(fitted["gemma"]), "--fit", str(bad)])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith(f"analysis.predict: error: {bad}") and words in err, err
+    assert err.startswith(f"coldstart predict: error: {bad}") and words in err, err
 
 
 def test_version_1_files_are_still_read(fitted: dict, tmp_path: Path) -> None:
@@ -257,7 +255,7 @@ def test_version_1_files_are_still_read(fitted: dict, tmp_path: Path) -> None:
 ])
 def test_a_bad_set_is_one_line(fitted: dict, capsys, item: str, words: str) -> None:
     argv = [str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--set", item]
-    assert run_cli("analysis.predict", predict_main, argv) == 2
+    assert coldstart(["predict", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and words in err, err
 
@@ -268,7 +266,7 @@ def test_set_overrides_reach_the_line(fitted: dict, tmp_path: Path) -> None:
     assert line["feature"] == "weight_bytes_over_load_bandwidth"
     out = tmp_path / "p.json"
     # 1.7e10 bytes written as a float, dtype and a flag given by name, a 2 GB/s storage
-    assert predict_main([str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--set",
+    assert coldstart(["predict", str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--set",
                          "weight_bytes=1.7e10", "--set", "dtype=float16", "--set", "moe=true",
                          "--load-gbps", "2", "--json", str(out)]) == 0
     p = json.loads(out.read_text())
@@ -284,9 +282,9 @@ def test_usage_errors_are_one_line(fitted: dict, capsys) -> None:
     for argv, words in (([str(fitted["gemma"])], "the following arguments are required: --fit"),
                         ([str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--level",
                           "high"], "argument --level: invalid float value: 'high'")):
-        assert run_cli("analysis.predict", predict_main, argv) == 2
+        assert coldstart(["predict", *argv]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith("analysis.predict: error: ")
+        assert err.count("\n") == 1 and err.startswith("coldstart predict: error: ")
         assert words in err and "--help" in err
 
 
@@ -298,9 +296,9 @@ def test_negative_counts_are_refused(fitted: dict, tmp_path: Path, capsys) -> No
                          "weight_bytes"),
                         ([str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
                           "--capture-sizes", "-5"], "--capture-sizes -5: must be >= 0")):
-        assert run_cli("analysis.predict", predict_main, argv) == 2
+        assert coldstart(["predict", *argv]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith("analysis.predict: error: ")
+        assert err.count("\n") == 1 and err.startswith("coldstart predict: error: ")
         assert words in err
 
 

@@ -16,6 +16,7 @@ from analysis.study import (
     study_document,
     study_model_name,
 )
+from coldstart.__main__ import main as coldstart
 from harness.document import read_results
 from harness.schema import PHASE_NAMES, SchemaError
 from tests.conftest import REPO_ROOT, STUDY_DIR
@@ -96,10 +97,9 @@ def test_document_round_trips_through_read_results(study, tmp_path: Path) -> Non
 
 
 def test_cli(figure_rest: Path, tmp_path: Path) -> None:
-    from analysis.study import main
 
     out, feats = tmp_path / "s.json", tmp_path / "f.json"
-    assert main([str(figure_rest), "-o", str(out), "--features-out", str(feats)]) == 0
+    assert coldstart(["study", str(figure_rest), "-o", str(out), "--features-out", str(feats)]) == 0
     assert len(json.loads(out.read_text())["benchmarks"]) == 22
     assert "gemma-7b" in json.loads(feats.read_text())
     # the module entry point answers bad input with one line, through run_cli
@@ -107,10 +107,10 @@ def test_cli(figure_rest: Path, tmp_path: Path) -> None:
                         ([str(figure_rest), "-o", str(tmp_path / "nodir" / "s.json")],
                          f"folder {tmp_path / 'nodir'} does not exist"),
                         ([str(figure_rest)], "the following arguments are required: -o")):
-        run = subprocess.run([sys.executable, "-m", "analysis.study", *argv], cwd=REPO_ROOT,
+        run = subprocess.run([sys.executable, "-m", "coldstart", "study", *argv], cwd=REPO_ROOT,
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 2 and run.stderr.count("\n") == 1, run.stderr
-        assert run.stderr.startswith("analysis.study: error: ") and words in run.stderr
+        assert run.stderr.startswith("coldstart study: error: ") and words in run.stderr
 
 
 def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path: Path,

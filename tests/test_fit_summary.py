@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.fit.cli import main as fit_main
 from analysis.fit.groups import MIN_TRAINING_MODELS
 from analysis.fit.summary import needed_run, needed_run_line
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 from harness.schema import PHASE_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +48,7 @@ def _summary(doc_path: Path, tmp_path: Path, capsys, *extra: str) -> tuple[dict,
     out = tmp_path / "fit"
     argv = [str(doc_path), "--out-dir", str(out), "--json", str(tmp_path / "s.json"),
             "--no-plots", *extra]
-    assert run_cli("analysis.fit", fit_main, argv) == 0
+    assert coldstart(["fit", *argv]) == 0
     said = capsys.readouterr()
     assert said.err == ""
     assert not (out / "predictor.json").exists()  # nothing was fitted
@@ -199,7 +198,7 @@ def test_a_short_configuration_is_said_and_the_others_fitted(tmp_path, capsys):
     out = tmp_path / "fit"
     argv = [str(SCALING), str(warm), "--features", str(FEATURES), "--out-dir", str(out),
             "--json", str(out / "s.json"), "--no-plots", "--quiet"]
-    assert run_cli("analysis.fit", fit_main, argv) == 0
+    assert coldstart(["fit", *argv]) == 0
     said = capsys.readouterr()
     s = json.loads((out / "s.json").read_text())
     (group,) = s["groups"]

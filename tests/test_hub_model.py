@@ -21,6 +21,7 @@ from analysis.features import hub_model
 from analysis.features.model_files import read_safetensors_header
 from analysis.features.model_folder import from_model_dir
 from analysis.features.sources import load_features
+from coldstart.__main__ import main as coldstart
 from coldstart.errors import FeatureError
 
 hf = pytest.importorskip("huggingface_hub")
@@ -165,7 +166,6 @@ def test_a_run_of_a_hub_model_gets_its_features_from_the_hub(llama_dir: Path, tm
     model's boot records the hub id as its model_path, and its features are read from the hub
     at the revision the matrix names, equal to the same files' in a folder; a folder model is
     named and left out; a run with no hub model writes nothing, and is no error."""
-    from analysis.features.cli import main as features_main
     from analysis.features.sources import read_features_json
     from harness.document import write_run
     from harness.schema import BootResult, benchmark_entry, new_document
@@ -185,7 +185,8 @@ def test_a_run_of_a_hub_model_gets_its_features_from_the_hub(llama_dir: Path, tm
     write_run(new_document([benchmark_entry(b, name=f"t[{b.model}]", params={})
                             for b in boots]), doc)
     out = tmp_path / "merged.features.json"
-    assert features_main([str(doc), "-o", str(out), "--hub-only", "--matrix", str(matrix)]) == 0
+    assert coldstart(["features", str(doc), "-o", str(out), "--hub-only", "--matrix",
+                      str(matrix)]) == 0
     written = read_features_json(out)
     assert set(written) == {"tiny"} and written["tiny"].source == "hub"
     local = from_model_dir(llama_dir, platform="cuda", vllm_version="0.10.1.1")
@@ -199,5 +200,5 @@ def test_a_run_of_a_hub_model_gets_its_features_from_the_hub(llama_dir: Path, tm
     write_run(new_document([benchmark_entry(boots[1], name="t[own]", params={})]),
               folders_only)
     out.unlink()
-    assert features_main([str(folders_only), "-o", str(out), "--hub-only"]) == 0
+    assert coldstart(["features", str(folders_only), "-o", str(out), "--hub-only"]) == 0
     assert "no measured boot of a hub model" in capsys.readouterr().out and not out.exists()

@@ -1,4 +1,4 @@
-"""``python -m analysis.ingest``: logs in, a result document out that read_results reads back."""
+"""``coldstart ingest``: logs in, a result document out that read_results reads back."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.ingest import main
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 from harness import document
 from harness.logs.reader import not_a_log, read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG, REPO_ROOT
@@ -31,7 +30,7 @@ def logs(tmp_path: Path) -> list[Path]:
 
 def test_round_trip_through_read_results(logs: list[Path], tmp_path: Path, capsys) -> None:
     out = tmp_path / "out.json"
-    assert main([*map(str, logs), "-o", str(out)]) == 0
+    assert coldstart(["ingest", *map(str, logs), "-o", str(out)]) == 0
 
     results = document.read_results(out)
     assert [r.model for r in results] == ["qwen-0.5b", "smollm2-135m", "yi-9b"]
@@ -53,7 +52,7 @@ def test_round_trip_through_read_results(logs: list[Path], tmp_path: Path, capsy
 
 def test_failed_boot_is_kept_unrecorded(logs: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    assert main([str(logs[2]), "-o", str(out)]) == 0
+    assert coldstart(["ingest", str(logs[2]), "-o", str(out)]) == 0
     (result,) = document.read_results(out)
     assert result.state == "failed" and result.error
 
@@ -63,10 +62,10 @@ def test_bad_input_exits_2_and_writes_nothing(logs: list[Path], tmp_path: Path, 
                                               bad: str) -> None:
     out = tmp_path / "out.json"
     bad_path = tmp_path / bad
-    assert run_cli("analysis.ingest", main, [str(logs[0]), str(bad_path), "-o", str(out)]) == 2
+    assert coldstart(["ingest", str(logs[0]), str(bad_path), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(bad_path) in err[0]
-    assert err[0].startswith("analysis.ingest: error:")
+    assert err[0].startswith("coldstart ingest: error:")
     assert not out.exists()
 
 
@@ -91,9 +90,9 @@ def test_a_file_that_is_not_a_log_refuses_the_batch(logs: list[Path], tmp_path: 
     if source is None:
         bad.write_text("[]\n" if kind == "list" else "")
     out = tmp_path / "out.json"
-    assert run_cli("analysis.ingest", main, [str(logs[0]), str(bad), "-o", str(out)]) == 2
+    assert coldstart(["ingest", str(logs[0]), str(bad), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("analysis.ingest: error: ")
+    assert len(err) == 1 and err[0].startswith("coldstart ingest: error: ")
     assert f"{bad}: {words}" in err[0]
     assert not out.exists()
 
@@ -107,31 +106,33 @@ def test_every_committed_log_is_a_log(tmp_path: Path) -> None:
     assert [p.name for p in found if not_a_log(p.read_text(errors="replace"))] == []
     traceback_only = data / "logs" / "public" / "032-v1-traceback-only-load.log"
     out = tmp_path / "out.json"
-    assert main([str(traceback_only), "-o", str(out)]) == 0
+    assert coldstart(["ingest", str(traceback_only), "-o", str(out)]) == 0
     assert [r.state for r in document.read_results(out)] == ["failed"]
 
 
 @pytest.mark.parametrize("argv, words", [
     (["-o", "{tmp}/nodir/out.json"], "out.json: folder {tmp}/nodir does not exist"),
-    ([], "the following arguments are required: -o/--output (see python -m analysis.ingest "
+    ([], "the following arguments are required: -o/--output (see coldstart ingest "
          "--help)"),
 ], ids=["output-folder-missing", "usage"])
 def test_cli_errors_are_one_line(logs: list[Path], tmp_path: Path, capsys, argv, words) -> None:
     argv = [str(logs[0])] + [a.format(tmp=tmp_path) for a in argv]
-    assert run_cli("analysis.ingest", main, argv) == 2
+    assert coldstart(["ingest", *argv]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("analysis.ingest: error: ") and err.count("\n") == 1
+    assert err.startswith("coldstart ingest: error: ") and err.count("\n") == 1
     assert words.format(tmp=tmp_path) in err, err
     assert not (tmp_path / "nodir").exists()
 
 
 def test_module_entry_point(logs: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    run = subprocess.run([sys.executable, "-m", "analysis.ingest", str(logs[0]), "-o", str(out)],
+    run = subprocess.run([sys.executable, "-m", "coldstart", "ingest", str(logs[0]), "-o",
+                          str(out)],
                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert document.read_results(out)[0].model == "qwen-0.5b"
-    missing = subprocess.run([sys.executable, "-m", "analysis.ingest", "nope.log", "-o", str(out)],
+    missing = subprocess.run([sys.executable, "-m", "coldstart", "ingest", "nope.log", "-o",
+                              str(out)],
                              cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2
-    assert missing.stderr == "analysis.ingest: error: nope.log: no such file\n"
+    assert missing.stderr == "coldstart ingest: error: nope.log: no such file\n"

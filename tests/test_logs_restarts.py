@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.ingest import main as ingest_main
+from coldstart.__main__ import main as coldstart
 from harness import document, schema
 from harness.logs.boots import split_boots
 from harness.logs.reader import read_boots, read_log
@@ -57,7 +57,7 @@ def test_ingest_writes_one_record_per_boot(tmp_path: Path, capsys) -> None:
     log = tmp_path / "pod.log"
     log.write_text(_cut_inside_loading(CPU_032_LOG) + CPU_032_LOG)
     out = tmp_path / "out.json"
-    assert ingest_main([str(log), "-o", str(out)]) == 0
+    assert coldstart(["ingest", str(log), "-o", str(out)]) == 0
     boots = document.read_results(out)
     assert sorted(b.state for b in boots) == ["failed", "measured"]
     assert "boot 2/2" in capsys.readouterr().err

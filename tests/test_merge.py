@@ -13,11 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import compare as compare_cli
-from analysis import merge as merge_cli
 from analysis.dataset import document_machines, input_machines, read_inputs
-from analysis.fit import cli as fit_cli
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 from harness.document import CELL_AXES, read_results, read_run
 from harness.schema import cell_stats, matrix_cells, read_json
 
@@ -89,7 +86,7 @@ def _ids(path: Path) -> list[str]:
 
 
 def _merge(capsys, *args) -> tuple[int, str]:
-    code = run_cli("analysis.merge", merge_cli.main, [str(a) for a in args])
+    code = coldstart(["merge", *(str(a) for a in args)])
     return code, capsys.readouterr().err
 
 
@@ -264,9 +261,8 @@ def test_fit_reads_a_merge_of_identical_nodes_as_the_run_and_refuses_two_machine
     assert code == 0, err
 
     def fit(path, out):
-        return run_cli("analysis.fit", fit_cli.main, [
-            str(path), "--features", str(SCALING_FEATURES), "--out-dir", str(out),
-            "--no-plots", "--quiet"])
+        return coldstart(["fit", str(path), "--features", str(SCALING_FEATURES), "--out-dir",
+                          str(out), "--no-plots", "--quiet"])
 
     assert fit(same, tmp_path / "fit-merged") == 0
     assert fit(SCALING, tmp_path / "fit-run") == 0
@@ -295,8 +291,7 @@ def test_compare_checks_each_cell_against_its_own_machine(tmp_path, capsys):
     assert code == 0, err
 
     def compare(base, new, *flags):
-        code = run_cli("analysis.compare", compare_cli.main,
-                                   [str(base), str(new), *flags])
+        code = coldstart(["compare", str(base), str(new), *flags])
         return code, capsys.readouterr()
 
     # The merge compares as the run it was cut from, both ways, with the same verdicts.

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import merge as merge_cli
 from benchmarks.matrix.plan import select
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 from harness.document import read_run
 from harness.schema import DOCUMENT_KEY, BootResult, matrix_cells
 
@@ -32,7 +31,7 @@ def shards(tmp_path: Path) -> Path:
 
 
 def _merge(capsys, *args) -> tuple[int, str]:
-    code = run_cli("analysis.merge", merge_cli.main, [str(a) for a in args])
+    code = coldstart(["merge", *(str(a) for a in args)])
     return code, capsys.readouterr().err
 
 
@@ -171,7 +170,7 @@ def test_an_all_failed_shard_of_another_commit_is_refused(shards, tmp_path, caps
         (shards / "shard-2.json").write_text(json.dumps(doc))
     code, err = _merge(capsys, *_all(shards), "-o", tmp_path / "merged.json")
     error = err.splitlines()[-1]  # after the notes on shard 3's cut line and unknown commit
-    assert code == 2 and error.startswith("analysis.merge: error: shards of different commits")
+    assert code == 2 and error.startswith("coldstart merge: error: shards of different commits")
     assert OTHER_COMMIT in error
     code, err = _merge(capsys, *_all(shards), "--allow-mixed-commits",
                        "-o", tmp_path / "merged.json")

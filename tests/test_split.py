@@ -137,7 +137,7 @@ def test_shards_of_scripted_boots_merge_into_the_unsplit_cells(tmp_path):
     assert [p.exists() for p in logs] == [True, True, False]  # the empty group boots nothing
     shards[1].unlink()
     merged = tmp_path / "merged.json"
-    proc = subprocess.run([sys.executable, "-m", "analysis.merge", str(shards[0]), str(logs[1]),
+    proc = subprocess.run([sys.executable, "-m", "coldstart", "merge", str(shards[0]), str(logs[1]),
                            str(shards[2]), "-o", str(merged)],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -65,7 +65,7 @@ def test_three_shards_merge_into_one_run(tmp_path):
     assert sum(per_shard) == 2 and 0 in per_shard  # one group held no cell, and passed
 
     merged = tmp_path / "merged.json"
-    proc = _run("-m", "analysis.merge", *map(str, shards), "-o", str(merged), timeout=120)
+    proc = _run("-m", "coldstart", "merge", *map(str, shards), "-o", str(merged), timeout=120)
     assert proc.returncode == 0, proc.stderr
     ids = _cell_ids(merged)
     assert len(ids) == len(set(ids)) == 2 and sorted(ids) == unsplit
@@ -73,7 +73,7 @@ def test_three_shards_merge_into_one_run(tmp_path):
 
     # The cells logs alone (no shard's JSON written) give the same cells and boots.
     from_logs = tmp_path / "from-logs.json"
-    proc = _run("-m", "analysis.merge", *map(str, logs), "-o", str(from_logs), timeout=120)
+    proc = _run("-m", "coldstart", "merge", *map(str, logs), "-o", str(from_logs), timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert sorted(_cell_ids(from_logs)) == unsplit
     def boots(p): return sorted(r.model_dump_json() for r in read_results(p, all_rounds=True))
@@ -90,9 +90,9 @@ def test_three_shards_merge_into_one_run(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     for shard in shards:
         if _cell_ids(shard):  # a shard against the merge: its cells, on its machine, unchanged
-            compare = _run("-m", "analysis.compare", str(shard), str(merged), timeout=300)
+            compare = _run("-m", "coldstart", "compare", str(shard), str(merged), timeout=300)
             assert compare.returncode == 0, compare.stdout[-2000:] + compare.stderr
-    compare = _run("-m", "analysis.compare", str(merged), str(merged), timeout=300)
+    compare = _run("-m", "coldstart", "compare", str(merged), str(merged), timeout=300)
     assert compare.returncode == 0 and "0 failing the gate" in compare.stdout
     # One model: no configuration has the models a fit needs; the merge is answered as a
     # single run of these cells is (the first shard that has cells): summarized, exit 0.

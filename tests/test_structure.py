@@ -130,10 +130,8 @@ LAYERS = ("coldstart.errors", "coldstart.console", "coldstart.cli", "fixtures", 
           "analysis", "benchmarks", "deploy", "coldstart.commands", "coldstart")
 # An import of a higher layer, each with its reason.
 UPWARD = {
-    ("analysis.merge", "benchmarks.matrix.plan"):
-        "merge --matrix names the cells a matrix expects (imported when asked for)",
-    ("analysis.features.cli", "benchmarks.matrix.plan"):
-        "features --matrix takes a hub model's revision from the matrix (imported when asked for)",
+    ("analysis.fit.__main__", "coldstart.commands.fit"):
+        "python -m analysis.fit, the README's form, is coldstart fit's own add_arguments and run",
 }
 # What boots vLLM or drives its processes: the analysis side never reaches it.
 BOOTING = ("harness.boot", "harness.launch", "harness.processes", "harness.pagecache",

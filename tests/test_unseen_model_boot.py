@@ -17,6 +17,7 @@ import json
 
 import pytest
 
+from coldstart.__main__ import main as coldstart
 from fixtures.catalog import UNSEEN_SHAPE
 from tests.test_cpu_fit import FEATURES, SCALING
 
@@ -28,10 +29,9 @@ MAX_ERROR_SHARE = 0.15
 
 @pytest.fixture(scope="module")
 def scaling_fit(tmp_path_factory) -> dict:
-    from analysis.fit.cli import main as fit_main
 
     out = tmp_path_factory.mktemp("scaling-fit")
-    assert fit_main([str(SCALING), "--features", str(FEATURES), "--out-dir", str(out),
+    assert coldstart(["fit", str(SCALING), "--features", str(FEATURES), "--out-dir", str(out),
                      "--quiet", "--no-plots"]) == 0
     predictor = json.loads((out / "predictor.json").read_text())
     return {"path": out / "predictor.json", "predictor": predictor}
@@ -40,7 +40,6 @@ def scaling_fit(tmp_path_factory) -> dict:
 def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machine(
         scaling_fit, tmp_path, monkeypatch):
     pytest.importorskip("vllm")
-    from analysis.predict import main as predict_main
     from benchmarks.calibrate import reference_models, run_calibration, this_machine
     from fixtures.build import ensure_model
     from harness.boot import run_boot
@@ -73,7 +72,7 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
 
     def predicted_total(predictor, name: str) -> dict:
         out = tmp_path / f"prediction-{name}.json"
-        assert predict_main(["--fit", str(predictor), str(path), "--loader", "safetensors",
+        assert coldstart(["predict", "--fit", str(predictor), str(path), "--loader", "safetensors",
                              "--compile-cache", "cold", "--json", str(out)]) == 0
         return json.loads(out.read_text())
 

@@ -211,7 +211,7 @@ def boot_features(result: Any, read: Callable[..., ModelFeatures] | None = None
     ``model_path`` is its hub id: ``analysis.features.hub_model.boot_features``).
 
     The one path from a ``BootResult`` to features: ``analysis.dataset`` (what a fit uses) and
-    ``python -m analysis.features`` (the file ``--features`` takes where the model folders are
+    ``coldstart features`` (the file ``--features`` takes where the model folders are
     not) both call it, so a fit repeated from that file sees the features the first fit saw.
     """
     if not result.model_path:

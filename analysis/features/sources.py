@@ -1,6 +1,6 @@
 """Features from a file or folder of any kind (``load_features``: a model folder, an HF
 ``config.json`` or a features JSON file), and ``{name: ModelFeatures}`` from a features JSON
-file (``read_features_json``: what ``python -m analysis.features`` writes and ``--features``
+file (``read_features_json``: what ``coldstart features`` writes and ``--features``
 takes). Imports without vLLM or torch.
 """
 

@@ -1,5 +1,6 @@
-"""Fit per-phase regressors from runs: ``python -m analysis.fit RUN.json ...`` (``cli``) writes a
-predictor file.
+"""Fit per-phase regressors from runs: ``fit_inputs`` (``inputs``) reads runs and study folders
+and fits them, as ``coldstart fit RUN.json ...`` (``python -m analysis.fit``) does before it
+writes a predictor file.
 
 The group fit (``groups``: per configuration and phase, the feature chosen by ``selection``, its
 line and its correlation), the data's targets (``targets``), held-out checks (``validate``,

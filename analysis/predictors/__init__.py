@@ -1,8 +1,8 @@
 """The predictors that ship in the package: fitted on published data, one file per machine.
 
-    python -m analysis.predict MODEL_DIR_OR_CONFIG --fit study     # a shipped name or a file
-    python -m analysis.predict --list-fits
-    python -m analysis.predictors build [--check]                  # re-make them (a checkout)
+    coldstart predict MODEL_DIR_OR_CONFIG --fit study     # a shipped name or a file
+    coldstart predict --list-fits
+    coldstart predictors build [--check]                  # re-make them (a checkout)
 
 Each ``NAME.json`` here is a predictor file of ``analysis.fit`` plus a ``provenance`` entry:
 the data it was fitted on and whose it is, the machine, the vLLM release, the date and the

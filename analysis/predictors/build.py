@@ -1,8 +1,8 @@
 """Re-make the shipped predictor files from the published data in the repository.
 
-    python -m analysis.predictors build            # write analysis/predictors/NAME.json
-    python -m analysis.predictors build --check    # exit 1 if a committed file is not what
-                                                   # the data and today's fit give
+    coldstart predictors build            # write analysis/predictors/NAME.json
+    coldstart predictors build --check    # exit 1 if a committed file is not what the data
+                                          # and today's fit give
 
 Each file is ``python -m analysis.fit`` on one machine's data (the recipe's command, run from
 the repository root), with the held-out models of the test that checks that fit
@@ -15,25 +15,21 @@ with the files does not.
 
 from __future__ import annotations
 
-import argparse
 import math
 import shlex
-import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import timezone
 from pathlib import Path
 from typing import Any
 
-from analysis.predictor_file import load_predictor, write_predictor
+from analysis.predictor_file import write_predictor
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
-from coldstart.cli import run_program
 from coldstart.errors import InputError
 from harness.dates import written_at
 
 __all__ = ["RECIPES", "Recipe", "REPO_ROOT", "build_document", "build_all", "undated",
-           "same_fit", "add_arguments", "run", "main"]
+           "same_fit"]
 
 REPO_ROOT = PACKAGE_DIR.parents[1]
 STUDY = "tests/data/study"
@@ -106,7 +102,8 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
 
 def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
     """The predictor document of a recipe: ``analysis.fit``'s, with its provenance."""
-    from analysis.fit import cli as fit
+    from analysis.fit.inputs import fit_inputs, parse_forced
+    from analysis.fit.predictor_document import summary_json
 
     missing = [p for p in (*recipe.results, recipe.study, recipe.study_logs, recipe.features)
                if p and not (root / p).exists()]
@@ -118,14 +115,14 @@ def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
     def at(p: str | None) -> list[str]:
         return [str(root / p)] if p else []
 
-    fitted = fit.fit_inputs([str(root / p) for p in recipe.results], study=at(recipe.study),
-                            study_logs=(at(recipe.study_logs) or [None])[0],
-                            features=at(recipe.features), holdout=recipe.holdout,
-                            forced=fit.parse_forced(recipe.forced))
+    fitted = fit_inputs([str(root / p) for p in recipe.results], study=at(recipe.study),
+                        study_logs=(at(recipe.study_logs) or [None])[0],
+                        features=at(recipe.features), holdout=recipe.holdout,
+                        forced=parse_forced(recipe.forced))
     if not fitted.fits:
         raise InputError(f"{recipe.name}: nothing to fit in {recipe.command()}")
     doc = fitted.predictor()
-    summary = fit.summary_json(fitted.fits)
+    summary = summary_json(fitted.fits)
     # The inputs as the recorded command names them (from the repository root), not as this
     # checkout's absolute paths: the file is the same wherever it is built.
     doc["inputs"] = [*recipe.results, *([recipe.study] if recipe.study else [])]
@@ -139,7 +136,7 @@ def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
         "vllm_version": sorted({g["key"].get("vllm_version") for g in doc["groups"]}),
         "fitted": written_at().astimezone(timezone.utc).date().isoformat(),
         "command": recipe.command(),
-        "generator": "python -m analysis.predictors build",
+        "generator": "coldstart predictors build",
         # The held-out models' errors: what the fit's test holds to the study's bounds.
         "holdout": {k: hold.get(k) for k in ("n", "mse_s", "max_error_s", "mape")}
         if hold else None,
@@ -175,45 +172,3 @@ def same_fit(a: Any, b: Any, rel: float = 1e-9) -> bool:
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(same_fit(x, y, rel) for x, y in zip(a, b))
     return a == b
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Re-make (or --check) the shipped predictor files, or list them."
-    actions = parser.add_subparsers(dest="action", required=True)
-    build = actions.add_parser("build", help="re-make the shipped files from tests/data",
-                               description="Re-make the shipped predictor files from the "
-                               "published data in the repository.")
-    build.add_argument("--only", action="append", choices=list(RECIPES), help="this one only")
-    build.add_argument("--check", action="store_true",
-                       help="build into a temporary folder; exit 1 if a committed file differs")
-    actions.add_parser("list", help="one line per shipped file: machine, vLLM, data",
-                       description="One line per shipped predictor: machine, vLLM, data.")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.action == "list":
-        from analysis.predictors import list_lines
-
-        print("\n".join(list_lines()))
-        return 0
-    if not args.check:
-        for path in build_all(names=args.only):
-            print(path)
-        return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        stale = [p.name for p in build_all(Path(tmp), names=args.only)
-                 if not (PACKAGE_DIR / p.name).is_file()
-                 or not same_fit(undated(load_predictor(p)),
-                                 undated(load_predictor(PACKAGE_DIR / p.name)))]
-    for name in stale:
-        print(f"{name}: differs from what the data gives; run python -m analysis.predictors "
-              "build", file=sys.stderr)
-    return 1 if stale else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("analysis.predictors", add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
