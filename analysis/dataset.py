@@ -68,7 +68,7 @@ def machine_identity(doc: RunDocument | None, boots: list[BootResult], *,
     Read from pytest-benchmark's ``machine_info`` (``cpu.brand_raw``, ``cpu.count``,
     ``system``, ``machine``) and, where those are absent, from the suite's own
     ``machine_info.coldstart`` facts (``benchmarks/provenance.py``); the platform from the
-    boots themselves. A bare BootResult file (``python -m harness --out``, no document) has
+    boots themselves. A bare BootResult file (``coldstart boot --out``, no document) has
     no ``machine_info``: all but its platform is None, unknown. ``full``: also what a
     comparison of two runs must hold equal (``COMPARABLE_FACTS``).
     """

@@ -37,7 +37,6 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from coldstart.cli import run_program
 from coldstart.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -196,30 +195,32 @@ def checkout_env(env_path: Path, base: dict[str, str] | None = None) -> dict[str
     return env
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "Make (or reuse) one environment per vLLM release."
+def main(argv: list[str] | None = None) -> int:
+    """``python -m benchmarks._envs``: a developer's tool, no verb of ``coldstart`` (the gate
+    and the history import this module), so plain argparse; a release it cannot make is one
+    line, exit code 2, as a verb's."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks._envs",
+                                     description="Make (or reuse) one environment per vLLM "
+                                                 "release.")
     parser.add_argument("specs", nargs="+",
                         help="NAME==VERSION (or VERSION: the default package)")
     parser.add_argument("--dir", type=Path, default=None, help="where the environments go "
                         "(default: the cache, ~/.cache/vllm-coldstart/envs)")
     parser.add_argument("--pip", action="store_true", help="install with pip instead of uv")
+    args = parser.parse_args(argv)
 
-
-def run(args: argparse.Namespace) -> int:
     def progress(msg: str) -> None:
         print(f"{time.strftime('%H:%M:%S')} envs: {msg}", file=sys.stderr, flush=True)
 
-    package = default_package()
-    releases = [parse_release(s, package) for s in args.specs]
-    for release in releases:
-        path = ensure_env(release, home=args.dir, use_pip=args.pip, progress=progress)
-        marker = read_marker(path) or {}
-        print(f"{release}\t{path}\t{marker.get('installer')}\t{marker.get('made_in_s')} s")
+    try:
+        package = default_package()
+        for release in [parse_release(s, package) for s in args.specs]:
+            path = ensure_env(release, home=args.dir, use_pip=args.pip, progress=progress)
+            marker = read_marker(path) or {}
+            print(f"{release}\t{path}\t{marker.get('installer')}\t{marker.get('made_in_s')} s")
+    except EnvError as exc:
+        parser.exit(2, f"{parser.prog}: error: {' '.join(str(exc).split())}\n")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("benchmarks._envs", add_arguments, run, argv)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,9 @@
-"""``coldstart calibrate --fit PREDICTOR -o calibrated.json``: two boots of models the
-predictor was fitted on, on this machine, and the predictor scaled to this machine by them.
+"""A predictor scaled to this machine by boots of models it was fitted on (``coldstart
+calibrate``).
 
-    coldstart calibrate --fit cpu-scaling -o here.json   # boots rand-smollm2-135m-l4 and
-                                                        # rand-llama3.2-1b (about 5 min)
-    coldstart predict MODEL_DIR --fit here.json          # this machine's seconds
-
-The reference models are the smallest training fixture (``--model``, by default the first of
-its training set: the scaling matrix lists its smallest shape first) and the largest
-(``--second-model``, by default the one of the most parameters); ``--one-boot`` boots the
-first alone. Two boots tell each line's intercept and slope apart (a machine may import at
+The reference models are the smallest training fixture (by default the first of its
+training set: the scaling matrix lists its smallest shape first) and the largest (by default
+the one of the most parameters), or the first alone. Two boots tell each line's intercept and slope apart (a machine may import at
 one speed and compile each layer at another); one scales every line by one ratio. They boot
 in the predictor's configuration (loader, compile cache, page cache, entrypoint), each with a
 cold compile cache in a private cache home as the fitted run's cells had. The scaling itself
@@ -17,22 +12,15 @@ is ``analysis.predictor_scale``; the calibrated file records both machines and e
 
 from __future__ import annotations
 
-import argparse
-import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from analysis.dataset import CONFIG_FIELDS, info_identity
+from analysis.dataset import info_identity
 from analysis.features.model_folder import boot_features
-from analysis.predict import choose_group
-from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictor_scale import calibrate_predictor
-from analysis.predictors import describe_calibration, resolve_fit
-from coldstart.cli import check_output, run_program
 from coldstart.errors import InputError
 
-__all__ = ["this_machine", "reference_models", "run_calibration", "main"]
+__all__ = ["this_machine", "reference_models", "run_calibration"]
 
 
 def this_machine() -> dict[str, Any]:
@@ -146,50 +134,3 @@ def run_calibration(doc: dict[str, Any], group: dict[str, Any], models: list[str
     refs = [(b, boot_features(b)) for b in boots]
     return calibrate_predictor(doc, group, *refs[0], this_machine(),
                                second=refs[1] if len(refs) > 1 else None)
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = "scale a predictor to this machine by boots of two of its training models"
-    parser.add_argument("--fit", required=True, help="a shipped predictor name or a predictor file")
-    parser.add_argument("--model", help="the training model to boot (default: the first fixture)")
-    parser.add_argument("--second-model", help="the second training model to boot (default: the "
-                        "training fixture of the most parameters)")
-    parser.add_argument("--one-boot", action="store_true",
-                        help="boot one reference model only: every line scaled by one ratio")
-    parser.add_argument("-o", "--out", type=Path, required=True, help="the calibrated predictor")
-    parser.add_argument("--boot-timeout", type=float, default=900.0)
-    for field in CONFIG_FIELDS:
-        parser.add_argument(f"--{field.replace('_', '-')}", dest=field,
-                            help=f"choose the predictor's configuration by {field}")
-
-
-def run(args: argparse.Namespace) -> int:
-    check_output(args.out, "-o")  # before the boots, not after them
-    path, _ = resolve_fit(args.fit)
-    doc = load_predictor(path)
-    group = choose_group(doc, {f: getattr(args, f) for f in CONFIG_FIELDS})
-    models = reference_models(group, args.model, args.second_model, one_boot=args.one_boot)
-    with tempfile.TemporaryDirectory(prefix="coldstart-calibrate-") as tmp:
-        calibrated = run_calibration(doc, group, models, args.boot_timeout, Path(tmp))
-    write_predictor(calibrated, args.out)
-    for name, row in calibrated["calibration"]["scales"].items():
-        def seconds(v: Any) -> str:
-            values = v if isinstance(v, list) else [v]
-            return ", ".join("-" if x is None else f"{x:.2f}" for x in values)
-
-        intercept = (f" (intercept x{row['intercept_scale']:.2f})"
-                     if "intercept_scale" in row else "")
-        print(f"  {name:36} measured {seconds(row['measured_s']):>14}  predicted "
-              f"{seconds(row['predicted_s']):>14}  x{row['scale']:.2f}{intercept}"
-              + (f" ({row['from']})" if "from" in row else ""))
-    print(describe_calibration(calibrated))
-    print(f"calibrated predictor: {args.out}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("benchmarks.calibrate", add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

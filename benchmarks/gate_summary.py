@@ -1,30 +1,23 @@
-"""python -m benchmarks.gate_summary: a gate's verdict as markdown for a CI job's summary.
+"""A gate's verdict as markdown for a CI job's summary (``coldstart gate-summary``).
 
-    python -m benchmarks.gate_summary COMPARE_JSON_OR_GATE_DIR [--out FILE] [--exit-zero]
-
-Reads ``compare.json`` (``analysis.compare --json``, or the one ``benchmarks.gate`` writes in
+Reads ``compare.json`` (``coldstart compare --json``, or the one ``coldstart gate`` writes in
 its folder) and writes GitHub-flavoured markdown, fit for ``$GITHUB_STEP_SUMMARY``: a heading
 with the verdict and the releases, the reasons, the command that would decide an inconclusive
 gate, the machines side by side where their checked metadata differ, and a table of every
-comparison that is not "no change". Exits with the verdict's code (pass 0, regression 1,
-inconclusive 3), so the step that writes the summary also fails the job; ``--exit-zero``
-exits 0 whatever the verdict. A comparison written before compare gave a verdict is read as
+comparison that is not "no change". Each verdict has its exit code (pass 0, regression 1,
+inconclusive 3: ``VERDICTS``). A comparison written before compare gave a verdict is read as
 inconclusive, never as a pass: only compare decides a pass.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from coldstart.cli import check_output, progress_name, run_program
 from coldstart.errors import InputError
 
-MODULE = "benchmarks.gate_summary"
 VERDICTS = {"pass": 0, "regression": 1, "inconclusive": 3}
 # The statuses that are no news: everything else is a row, these rows last. "no change" is
 # left out of the table altogether.
@@ -221,35 +214,3 @@ def read_comparison(path: Path) -> tuple[dict, Path]:
         raise InputError(f"{path}: not a comparison (analysis.compare --json's document: "
                          "no 'changes' list)")
     return doc, path
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__.splitlines()[0]
-    parser.add_argument("comparison", type=Path,
-                        help="compare.json, or the gate's --out-dir that holds it")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="write the markdown here (default: stdout)")
-    parser.add_argument("--exit-zero", action="store_true",
-                        help="exit 0 whatever the verdict (default: pass 0, regression 1, "
-                             "inconclusive 3)")
-
-
-def run(args: argparse.Namespace) -> int:
-    out = check_output(args.out, "--out")
-    doc, path = read_comparison(args.comparison)
-    text, verdict = summary(doc, source=str(path))
-    if out is None:
-        print(text)
-    else:
-        out.write_text(text + "\n")
-        print(f"{progress_name(args, MODULE)}: {verdict.verdict} (exit {verdict.exit_code}); "
-              f"wrote {out}", file=sys.stderr)
-    return 0 if args.exit_zero else verdict.exit_code
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program(MODULE, add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

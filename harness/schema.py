@@ -16,8 +16,8 @@ Schema changelog (bump ``SCHEMA_VERSION`` on any change a reader must know about
   and ``commit_info``, on every cells-log line. Every measured entry reads in
   pytest-benchmark's own ``compare``: ``stats`` (its ``Stats`` over the measured rounds'
   ``wall_s``, with ``iterations``) and ``fullfunc``, the name its CSV gives the row (the cell
-  and the run: release, written at). Older documents read as before; ``python -m
-  benchmarks.compact --upgrade`` brings their stats and names in line.
+  and the run: release, written at). Older documents read as before; ``coldstart compact
+  --upgrade`` brings their stats and names in line.
   Also ``BootResult.printed_total_s`` and ``printed_total_line``: the start-up total a log
   prints beside its phases (the reference study's "initialize_engine took", else vLLM's "init
   engine (profile, create kv cache, warmup model) took"), for a record read from a log; older

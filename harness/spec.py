@@ -278,3 +278,20 @@ def _hub_snapshot(spec: BootSpec) -> Path | None:
                                       local_files_only=True))
     except Exception:  # not downloaded, or huggingface_hub missing: nothing local to count
         return None
+
+
+def resolve_model(name_or_path: str) -> tuple[str, Path]:
+    """A fixture name (built on first use) or an existing model folder."""
+    path = Path(name_or_path)
+    if path.is_dir():
+        return path.name, path
+    try:
+        from fixtures.build import ensure_model
+        from fixtures.catalog import CATALOG
+    except ImportError as exc:
+        raise BootError(f"model {name_or_path!r} is not a folder and the fixture catalog "
+                        f"cannot be imported ({exc})") from exc
+    if name_or_path not in CATALOG:
+        raise BootError(f"model {name_or_path!r} is neither a model folder nor a fixture "
+                        f"name; fixtures: {', '.join(sorted(CATALOG))}")
+    return name_or_path, ensure_model(name_or_path)

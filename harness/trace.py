@@ -1,7 +1,4 @@
-"""python -m harness.trace boot.json -o boot.trace.json: a boot's timeline as a trace.
-
-    python -m harness.trace boot.json -o boot.trace.json
-    python -m harness.trace out.json --cell model=smollm2-135m-loader=... -o cell.trace.json
+"""A boot's timeline as a trace (``coldstart trace``).
 
 Writes Chrome trace-event JSON (the "JSON Object Format" of the Trace Event Format, which
 ui.perfetto.dev and chrome://tracing open): one track per process of the boot (front end,
@@ -12,20 +9,16 @@ instant of the boot in at most one phase), the sub-phases nested inside their ph
 
 The phase cut is replayed from the BootResult's events with the harness's own code
 (``harness.timeline``), so the slices add up to the recorded phases. Results made by the
-log reader hold marks only, and compacted runs (``benchmarks.compact``) hold no events: the
+log reader hold marks only, and compacted runs (``coldstart compact``) hold no events: the
 first gives instants without slices, the second is refused with a line saying why.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from coldstart.cli import check_output, run_program
 from harness.document import read_cells
 from harness.schema import (
     PHASE_NAMES,
@@ -33,7 +26,6 @@ from harness.schema import (
     SchemaError,
     read_json,
 )
-from harness.secrets import environment_secrets
 from harness.timeline import (
     PhaseCut,
     Timeline,
@@ -43,7 +35,7 @@ from harness.timeline import (
     timeline_from_events,
 )
 
-__all__ = ["Slice", "Track", "boot_tracks", "chrome_trace", "find_boot", "main"]
+__all__ = ["Slice", "Track", "boot_tracks", "chrome_trace", "find_boot"]
 
 # The pid of the phase-cut track: no process of a boot has pid 0.
 PHASES_PID = 0
@@ -301,35 +293,3 @@ def find_boot(path: str | Path, cell: str | None = None) -> tuple[str, BootResul
     if chosen is None:
         raise SchemaError(f"{path}: no cell {cell!r}; cells: {', '.join(sorted(cells))}")
     return cell, chosen
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.description = __doc__.split("\n")[0]
-    parser.add_argument("json", help="a BootResult (python -m harness --out) or a run's JSON")
-    parser.add_argument("--cell", help="the cell's id (model=...-loader=...); its median round")
-    parser.add_argument("-o", "--out", type=Path, required=True, help="the trace file to write")
-
-
-def run(args: argparse.Namespace) -> int:
-    check_output(args.out, "-o")
-    title, result = find_boot(args.json, args.cell)
-    if not result.events and not result.evidence.spans:
-        raise SchemaError(f"{args.json}: {title}: the result holds no events (a compacted "
-                          "run, benchmarks.compact, drops them): nothing to draw")
-    # A run written before secrets were scrubbed at the boot still writes none here.
-    trace = chrome_trace(result.redacted(environment_secrets()), title=title)
-    args.out.write_text(json.dumps(trace) + "\n")
-    slices = sum(e["ph"] == "X" for e in trace["traceEvents"])
-    instants = sum(e["ph"] == "i" for e in trace["traceEvents"])
-    tracks = sum(e["name"] == "process_name" for e in trace["traceEvents"])
-    print(f"{args.out}: {tracks} tracks, {slices} slices, {instants} instants; open it in "
-          "https://ui.perfetto.dev or chrome://tracing")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run_program("harness.trace", add_arguments, run, argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -44,7 +44,7 @@ def test_a_failed_cell_is_in_the_json_with_its_reason(tmp_path):
     (line,) = Path(f"{out}.cells.jsonl").read_text().splitlines()
     assert json.loads(line)["result"]["state"] == "failed"
     # and --resume does not take a failed cell for a measured one
-    check = subprocess.run([sys.executable, "-m", "benchmarks.check", str(out), *ONE_CELL],
+    check = subprocess.run([sys.executable, "-m", "coldstart", "check", str(out), *ONE_CELL],
                            cwd=REPO, capture_output=True, text=True, timeout=60)
     assert check.returncode == 1 and "timed out" in check.stderr
 

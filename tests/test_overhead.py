@@ -1,4 +1,4 @@
-"""benchmarks.overhead's verdict, on numbers (no boot): exit 1 above the 1.02 target."""
+"""coldstart overhead's verdict, on numbers (no boot): exit 1 above the 1.02 target."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks import overhead
+from coldstart.__main__ import main as coldstart
+from coldstart.commands import overhead as overhead_command
 
 # Ready times of the five pairs in docs/results-cpu.md (eager SmolLM2-135M, this machine).
 MEASURED = [(30.84, 30.62), (31.67, 30.88), (30.04, 32.46), (32.47, 32.26), (31.29, 31.29)]
@@ -33,8 +35,8 @@ def test_main_exits_1_when_the_probes_cost_more_than_the_target(monkeypatch, tmp
     def fake_boot(spec):
         return SimpleNamespace(ready_s=ready[Path(spec.work_dir).name], error=None)
 
-    monkeypatch.setattr(overhead, "resolve_model", lambda name: (name, tmp_path))
+    monkeypatch.setattr(overhead_command, "resolve_model", lambda name: (name, tmp_path))
     monkeypatch.setattr(overhead, "run_boot", fake_boot)
     out = tmp_path / "pairs.json"
-    assert overhead.main(["--pairs", "5", "--out", str(out)]) == code
+    assert coldstart(["overhead", "--pairs", "5", "--out", str(out)]) == code
     assert ('"within_target": true' in out.read_text()) == (code == 0)

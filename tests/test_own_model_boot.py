@@ -102,7 +102,7 @@ axes:
     assert [e["cell"] for e in log if e["checks_failed"]] == [
         f"model=smollm2-135m-{base}-max_model_len=512"]
 
-    check = subprocess.run([sys.executable, "-m", "benchmarks.check", str(out), "--matrix",
+    check = subprocess.run([sys.executable, "-m", "coldstart", "check", str(out), "--matrix",
                             str(matrix)], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert check.returncode == 1 and "budget ready_s" in check.stdout + check.stderr
 

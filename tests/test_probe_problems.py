@@ -1,13 +1,13 @@
-"""A probe problem fails the cell's checks and benchmarks.check, on a real recorded cell."""
+"""A probe problem fails the cell's checks and coldstart check, on a real recorded cell."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from benchmarks import check
 from benchmarks.matrix.plan import Cell
 from benchmarks.test_cold_start import check_cell
+from coldstart.__main__ import main as coldstart
 from harness.document import write_run
 from harness.schema import BootResult, benchmark_entry, new_document
 
@@ -41,5 +41,5 @@ def test_benchmarks_check_reports_a_probe_problem(tmp_path: Path, capsys) -> Non
             (("model", "models"), ("loader", "loaders"), ("compile_cache", "compile-caches"),
              ("page_cache", "page-caches"), ("entrypoint", "entrypoints"))]
     # the recorded cell is of the full matrix (the smoke matrix runs compile-cold evicted)
-    assert check.main([str(tmp_path / "out.json"), "--matrix", "full", *axes]) == 1
+    assert coldstart(["check", str(tmp_path / "out.json"), "--matrix", "full", *axes]) == 1
     assert f"probe problems: {[MISSING]}" in capsys.readouterr().err

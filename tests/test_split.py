@@ -147,6 +147,6 @@ def test_shards_of_scripted_boots_merge_into_the_unsplit_cells(tmp_path):
     # The log's cells carry the JSON's own machine_info: one machine.
     assert doc["coldstart"]["machines"] == 1
     assert len({json.dumps(b["machine_info"], sort_keys=True) for b in doc["benchmarks"]}) == 1
-    from benchmarks import check
+    from coldstart.__main__ import main as coldstart
 
-    assert check.main([str(merged), *cold_four]) == 0
+    assert coldstart(["check", str(merged), *cold_four]) == 0

@@ -86,7 +86,7 @@ def test_three_shards_merge_into_one_run(tmp_path):
                for b in read_json(from_logs)["benchmarks"])
 
     # Read as one run is read.
-    check = _run("-m", "benchmarks.check", str(merged), *SELECTION, timeout=120)
+    check = _run("-m", "coldstart", "check", str(merged), *SELECTION, timeout=120)
     assert check.returncode == 0, check.stdout + check.stderr
     for shard in shards:
         if _cell_ids(shard):  # a shard against the merge: its cells, on its machine, unchanged

@@ -202,7 +202,7 @@ def test_the_workflow_has_the_keys_github_requires():
     merge = jobs["merge"]
     assert merge["needs"] == "shard"
     runs = " ".join(s.get("run", "") for s in merge["steps"])
-    for command in ("coldstart merge", "benchmarks.check", "coldstart report"):
+    for command in ("coldstart merge", "coldstart check", "coldstart report"):
         assert f"python -m {command}" in runs
     uploads = [s for s in merge["steps"] if "upload-artifact" in s.get("uses", "")]
     assert uploads and "merged.json" in uploads[0]["with"]["path"]

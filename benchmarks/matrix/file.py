@@ -186,7 +186,7 @@ def _model(entry: ModelEntry, i: int, fixtures: set[str], base: Path, fail) -> M
     if entry.kind == "fixture":
         if entry.fixture not in fixtures:
             raise fail(["models", i, "fixture"],
-                       f"unknown fixture {entry.fixture!r}; `python -m fixtures list` names them")
+                       f"unknown fixture {entry.fixture!r}; `coldstart fixtures list` names them")
         return Model(entry.label, "fixture", entry.fixture, **common)  # type: ignore[arg-type]
     if entry.kind == "path":
         folder = _resolve(entry.path, base).resolve()  # type: ignore[arg-type]
@@ -200,7 +200,7 @@ def _model(entry: ModelEntry, i: int, fixtures: set[str], base: Path, fail) -> M
 
     if not HUB_ID.match(entry.hub or ""):
         raise fail(["models", i, "hub"], f"unknown model {entry.hub!r}: not a fixture "
-                   "(`python -m fixtures list`), a model folder, or a hub id (ORG/NAME)")
+                   "(`coldstart fixtures list`), a model folder, or a hub id (ORG/NAME)")
     return Model(entry.label, "hub", entry.hub, **common)  # type: ignore[arg-type]
 
 

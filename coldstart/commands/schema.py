@@ -28,7 +28,7 @@ DOCUMENTS: dict[str, tuple[str, str, str]] = {
     "cells-log-line": ("harness.document", "CellsLogLine",
                        "one line of a run's cells log (OUT.json.cells.jsonl)"),
     "boot-result": ("harness.schema", "BootResult",
-                    "one boot (python -m harness --out), a cell's extra_info, an ingested log"),
+                    "one boot (coldstart boot --out), a cell's extra_info, an ingested log"),
     "matrix-file": ("benchmarks.matrix.schema", "MatrixFile",
                     "a matrix file (pytest benchmarks/ --matrix FILE.yaml)"),
     "predictor-file": ("analysis.predictor_file", "PredictorFile",
