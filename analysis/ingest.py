@@ -32,9 +32,9 @@ from pathlib import Path
 
 from coldstart.cli import check_output, run_program
 from coldstart.errors import InputError, unreadable
-from harness.document import write_run
+from harness.document import benchmark_entry, new_document, write_run
 from harness.logs.reader import not_a_log, read_boots
-from harness.schema import BootResult, benchmark_entry, cell_id, new_document
+from harness.schema import BootResult, cell_id
 
 
 def _params(result: BootResult, path: Path) -> dict[str, str]:

@@ -57,7 +57,7 @@ from coldstart.errors import USER_ERRORS, UserError
 from harness.document import AXIS_OPTIONS, write_run
 from harness.machine import gpus
 from harness.registry import WrapTarget
-from harness.schema import DOCUMENT_KEY, PHASE_NAMES
+from harness.schema import PHASE_NAMES
 
 # analysis.compare's options the gate hands on as they are.
 COMPARE_OPTIONS = (("--threshold", float), ("--noise-floor-s", float), ("--alpha", float))
@@ -173,7 +173,7 @@ def run_gate(args: argparse.Namespace, releases: Sequence[Release], run_slot: Sl
         write_run(doc, path)
         paths.append(path)
         progress(f"wrote {path}")
-        if not doc["benchmarks"] and not doc[DOCUMENT_KEY]["unrecorded"]:
+        if not doc.benchmarks and not doc.coldstart.unrecorded:
             empty.append(f"{release}: no boot recorded")
     if stopped:
         return 130

@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from coldstart.cli import check_output, run_program
-from harness.document import read_cells
+from harness.document import read_boots
 from harness.schema import (
     PHASE_NAMES,
     BootResult,
     SchemaError,
-    read_json,
 )
 from harness.secrets import environment_secrets
 from harness.timeline import (
@@ -279,9 +278,9 @@ def chrome_trace(result: BootResult, *, title: str | None = None) -> dict[str, A
 def find_boot(path: str | Path, cell: str | None = None) -> tuple[str, BootResult]:
     """The boot a trace is made of: a BootResult file, or a cell of a result document (its
     median round). Returns a title and the result; SchemaError names what is wrong."""
-    doc, found = read_cells(path)
+    doc, found, single = read_boots(path)
     if doc is None:
-        if isinstance(read_json(path), list):
+        if not single:
             raise SchemaError(f"{path}: neither a BootResult nor a result document")
         if cell:
             raise SchemaError(f"{path}: a single BootResult, not a run: --cell does not apply")

@@ -17,8 +17,8 @@ from analysis.changes import (
 )
 from analysis.compare import main as compare_main
 from coldstart.cli import run_cli
-from harness.document import write_run
-from harness.schema import BootResult, benchmark_entry, new_document
+from harness.document import benchmark_entry, new_document, write_run
+from harness.schema import BootResult
 
 MACHINE = {"cpu": {"brand_raw": "AMD EPYC 9354 32-Core Processor", "count": 32},
            "system": "Linux", "machine": "x86_64"}

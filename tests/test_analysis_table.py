@@ -7,8 +7,7 @@ from pathlib import Path
 
 from analysis.table import main as table_main
 from coldstart.cli import run_cli
-from harness.document import read_results, write_run
-from harness.schema import new_document
+from harness.document import new_document, read_results, write_run
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -266,3 +266,48 @@ def test_the_analysis_side_never_reaches_what_boots():
 def test_a_boot_reached_from_the_analysis_side_is_seen(monkeypatch):
     monkeypatch.setitem(GRAPH, "analysis.table", {*GRAPH["analysis.table"], "harness.boot"})
     assert "harness.boot" in _reachable("analysis.table")
+
+
+# ------------------------------------------- the document through its models (issue 30)
+RAW_KEYS = ("benchmarks", "extra_info")
+# Where a result document is read, built and edited as JSON: its package (and the tests).
+DOCUMENT_PACKAGE = "harness.document"
+# Verbs' ``run`` bodies that still read the document's raw keys, each with why; the lead
+# empties this once the verbs' ``run`` have moved into coldstart.commands (issue 30).
+RAW_KEY_RUN_BODIES: dict[str, str] = {
+    "analysis.ingest": "run counts document['benchmarks'] of ingest()'s JSON (moving to "
+                       "coldstart.commands.ingest); ingest() can return its RunDocument then",
+}
+
+
+def raw_key_uses(name: str, path: Path) -> list[str]:
+    """``x["benchmarks"]`` / ``x["extra_info"]`` and ``x.get("benchmarks"...)`` in a module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "get" and node.args \
+                and isinstance(node.args[0], ast.Constant):
+            key = node.args[0].value
+        if key in RAW_KEYS:
+            found.append(f"{name}:{node.lineno}: {key!r}")
+    return found
+
+
+def test_the_documents_raw_keys_are_read_only_in_its_package():
+    """A run is built, edited and read through harness.document's models and their methods,
+    never as dicts by its raw keys elsewhere."""
+    raw = [use for name, path in MODULES.items()
+           if not (name == DOCUMENT_PACKAGE or name.startswith(f"{DOCUMENT_PACKAGE}."))
+           and name not in RAW_KEY_RUN_BODIES
+           for use in raw_key_uses(name, path)]
+    assert not raw, "\n".join(raw)
+
+
+def test_a_raw_key_use_is_seen(tmp_path):
+    module = tmp_path / "raw.py"
+    module.write_text('a = doc["benchmarks"]\nb = e.get("extra_info") or {}\nc = d["stats"]\n')
+    assert sorted(raw_key_uses("raw", module)) == ["raw:1: 'benchmarks'",
+                                                   "raw:2: 'extra_info'"]

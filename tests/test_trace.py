@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.document import benchmark_entry, new_document
 from harness.logs.reader import read_log
-from harness.schema import PHASE_NAMES, BootResult, benchmark_entry, new_document
+from harness.schema import PHASE_NAMES, BootResult
 from harness.trace import PHASES_PID, UNKNOWN_PID, chrome_trace, main
 
 DATA = Path(__file__).parent / "data"
