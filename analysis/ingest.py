@@ -30,8 +30,9 @@ import sys
 from pathlib import Path
 
 from coldstart.errors import InputError
+from harness.document import benchmark_entry, new_document
 from harness.logs.reader import read_boots
-from harness.schema import BootResult, benchmark_entry, cell_id, new_document
+from harness.schema import BootResult, cell_id
 
 
 def _params(result: BootResult, path: Path) -> dict[str, str]:

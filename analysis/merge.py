@@ -50,7 +50,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from analysis.dataset import MERGED_KEY, group_machines, info_identity
+from analysis.dataset import group_machines, info_identity
 from analysis.shards import (
     CELLS_LOG_SUFFIX,
     MergeError,
@@ -59,15 +59,15 @@ from analysis.shards import (
     raw_schema_versions,
     read_shard,
 )
-from harness.document import read_run
-from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, name_runs
+from harness.document import Entry, RunDocument, RunMeta, UnrecordedCell, read_run
+from harness.schema import SCHEMA_VERSION
 
 # Reading a shard is analysis.shards'.
 __all__ = ["merge", "missing_cells"]
 
 
 def _identity(cell: ShardCell) -> dict[str, Any]:
-    platform = (cell.record["extra_info"] if cell.recorded else cell.record).get("platform")
+    platform = cell.fields().platform
     return info_identity(cell.machine_info, [platform] if platform else [])
 
 
@@ -117,7 +117,7 @@ def _check_matrices(shards: list[Shard]) -> dict[str, Any] | None:
 def merge(paths: list[Path], *, prefer_newest: bool = False,
           allow_mixed_versions: bool = False,
           allow_mixed_commits: bool = False,
-          program: str = "analysis.merge") -> dict[str, Any]:
+          program: str = "analysis.merge") -> RunDocument:
     """One result document from the shards at ``paths`` (see the module's doc); progress
     lines start with ``program``."""
     if not paths:
@@ -216,42 +216,33 @@ def merge(paths: list[Path], *, prefer_newest: bool = False,
         top = _common(infos)
     matrices = {s.matrix for s in shards if s.matrix}
     mixed_commits = len(commits) > 1
-    entries, unrecorded = [], []
-    for c in cells:
-        if c.recorded:
-            entry = {**c.record, "machine_info": c.machine_info}
-            if mixed_commits and c.commit_info:
-                entry["extra_info"] = {**entry["extra_info"], "commit_info": c.commit_info}
-            entries.append(entry)
-        else:
-            record = {**c.record, "machine_info": c.machine_info}
-            if mixed_commits and c.commit_info:
-                record["commit_info"] = c.commit_info
-            unrecorded.append(record)
-    merged: dict[str, Any] = {
-        "machine_info": top,
+    commit_of = {id(c): c.commit_info if mixed_commits else None for c in cells}
+    entries = [c.record.on_machine(c.machine_info, commit_of[id(c)]) for c in cells
+               if isinstance(c.record, Entry)]
+    unrecorded = [c.record.on_machine(c.machine_info, commit_of[id(c)]) for c in cells
+                  if isinstance(c.record, UnrecordedCell)]
+    versions = [d.version for d in docs if d.version]
+    merged = RunDocument(
+        machine_info=top,
         # One commit: it. Several (allowed): what they share; each cell says its own. No
         # cell: the documents' own, where they agree.
-        "commit_info": _common(list(commits.values())) if commits else _agreed(
+        commit_info=_common(list(commits.values())) if commits else _agreed(
             [d.commit_info for d in docs if d.commit_info]),
-        "benchmarks": entries,
-        "datetime": datetime.now().astimezone().isoformat(),
-        DOCUMENT_KEY: {
-            "schema_version": schema.pop() if schema else SCHEMA_VERSION,
-            "matrix": matrices.pop() if len(matrices) == 1 else None,
-            "matrix_cells": fingerprint,
-            "rounds": rounds.pop() if rounds else None,
-            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "unrecorded": unrecorded,
-            MERGED_KEY: [{"path": str(s.path), "kind": s.kind, "host": s.host,
+        benchmarks=entries,
+        datetime=datetime.now().astimezone().isoformat(),
+        coldstart=RunMeta(
+            schema_version=schema.pop() if schema else SCHEMA_VERSION,
+            matrix=matrices.pop() if len(matrices) == 1 else None,
+            matrix_cells=fingerprint,
+            rounds=rounds.pop() if rounds else None,
+            written_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            unrecorded=unrecorded,
+            merged_from=[{"path": str(s.path), "kind": s.kind, "host": s.host,
                           "cells": len(s.cells)} for s in shards],
-            "machines": len(machines),
-        },
-    }
-    versions = [d.version for d in docs if d.version]
-    if versions:
-        merged["version"] = versions[0]  # pytest-benchmark's, read by its own tools
-    return name_runs(merged)
+            machines=len(machines)),
+        # pytest-benchmark's, read by its own tools
+        **({"version": versions[0]} if versions else {}))
+    return merged.named()
 
 
 def _whole_inputs(paths: list[Path], program: str) -> list[Path]:

@@ -21,6 +21,7 @@ from typing import Any
 from coldstart.errors import unreadable
 from harness.document import (
     CellInfo,
+    Entry,
     RunDocument,
     UnrecordedCell,
     boot_of,
@@ -30,16 +31,7 @@ from harness.document import (
     read_run,
     recorded_facts,
 )
-from harness.schema import (
-    DOCUMENT_KEY,
-    SCHEMA_VERSION,
-    STATS_TIMER,
-    SchemaError,
-    benchmark_entry,
-    cell_id,
-    cell_stats,
-    read_json,
-)
+from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, SchemaError, cell_id, read_json
 
 __all__ = ["CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "raw_schema_versions",
            "read_shard", "stamp_epoch"]
@@ -56,7 +48,7 @@ class ShardCell:
     """One cell of a shard, as its document or its cells log holds it."""
 
     cell: str
-    record: dict[str, Any]  # a benchmarks entry, or an unrecorded result (with checks_failed)
+    record: Entry | UnrecordedCell  # a benchmarks entry, or an unrecorded cell
     recorded: bool  # True: a benchmarks entry
     machine_info: dict[str, Any]
     source: str
@@ -66,9 +58,7 @@ class ShardCell:
 
     def fields(self) -> CellInfo | UnrecordedCell:
         """The cell's result, typed: its entry's ``extra_info``, or its unrecorded record."""
-        if self.recorded:
-            return CellInfo.model_validate(self.record["extra_info"])
-        return UnrecordedCell.model_validate(self.record)
+        return self.record.extra_info if isinstance(self.record, Entry) else self.record
 
     def n_rounds(self) -> int:
         fields = self.fields()
@@ -154,15 +144,13 @@ def _read_document(path: Path) -> Shard:
     for entry in doc.benchmarks:
         fields = entry.extra_info
         cid = cell_id(entry.params) if entry.params else str(entry.name)
-        record = entry.model_dump(mode="json", exclude_unset=True, exclude={"machine_info"})
-        cells.append(ShardCell(cid, record, True, entry.machine_info or info, str(path),
+        cells.append(ShardCell(cid, entry, True, entry.machine_info or info, str(path),
                                written, True, fields.commit_info or commit))
         schema.add(fields.schema_version)
         vllm |= {fields.vllm_version} if fields.vllm_version else set()
     for result in meta.unrecorded:
         cid = cell_id(cell_axes(result))
-        record = result.model_dump(mode="json", exclude_unset=True, exclude={"machine_info"})
-        cells.append(ShardCell(cid, record, False, result.machine_info or info, str(path),
+        cells.append(ShardCell(cid, result, False, result.machine_info or info, str(path),
                                written, True, result.commit_info or commit))
         schema.add(result.schema_version)
         vllm |= {result.vllm_version} if result.vllm_version else set()
@@ -252,20 +240,20 @@ def _read_cells_log(path: Path, program: str) -> Shard:
         if line.run_rounds is not None:
             run_rounds.add(line.run_rounds)
         commit = line.commit_info
-        record = benchmark_entry(result, name=f"test_cold_start[{cid}]", params=params,
-                                 rounds=rounds)
-        # as pytest names the cell in the shards that wrote their JSON (compare --between
-        # matches runs' cells by it)
-        record["fullname"] = f"benchmarks/test_cold_start.py::test_cold_start[{cid}]"
-        stats = cell_stats(record["extra_info"])
+        fields = CellInfo.of_rounds(rounds, headline=result)
+        stats = fields.stats()
         if stats is not None:
-            # the statistics pytest-benchmark would have written: its Stats of the rounds
-            record["stats"] = stats
-            record["options"] = {"timer": STATS_TIMER}
-            record["extra_info"]["checks_failed"] = checks
+            # as pytest names the cell in the shards that wrote their JSON (compare --between
+            # matches runs' cells by it), with the statistics pytest-benchmark would have
+            # written: its Stats of the rounds
+            fields.checks_failed = checks
+            record: Entry | UnrecordedCell = Entry.of_cell(
+                fields, name=f"test_cold_start[{cid}]", params=params,
+                fullname=f"benchmarks/test_cold_start.py::test_cold_start[{cid}]")
+            record.timed(stats)
             recorded = True
         else:
-            record = {**result.model_dump(mode="json"), "checks_failed": checks}
+            record = UnrecordedCell.of(result, checks)
             recorded = False
         for r in rounds:
             s, vv = _versions_of(r.model_dump())

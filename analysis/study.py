@@ -42,15 +42,9 @@ from typing import Any, NamedTuple
 from analysis.features.model_features import ModelFeatures
 from analysis.features.study_models import study_entry_features
 from coldstart.errors import FeatureError
+from harness.document import benchmark_entry, new_document
 from harness.logs.reader import read_log
-from harness.schema import (
-    PHASE_NAMES,
-    SUBPHASE_NAMES,
-    BootResult,
-    SchemaError,
-    benchmark_entry,
-    new_document,
-)
+from harness.schema import PHASE_NAMES, SUBPHASE_NAMES, BootResult, SchemaError
 from harness.study_columns import STUDY_PHASE_MAP, load_comparison
 
 __all__ = ["STUDY_HOLDOUT", "STUDY_PHASE_COLUMNS", "STUDY_REPORTED", "STUDY_NODES", "StudyData",

@@ -37,24 +37,15 @@ from benchmarks._envs import REPO_ROOT, Release, checkout_env
 from benchmarks.matrix.plan import Cell
 from harness.document import (
     AXIS_OPTIONS,
+    CellInfo,
     RunDocument,
     RunMeta,
     UnrecordedCell,
-    headline_round,
     run_document,
 )
 from harness.processes import raise_on_end_signals
 from harness.registry import LOG_PROBE_PAIRS, WrapTarget
-from harness.schema import (
-    DOCUMENT_KEY,
-    SCHEMA_VERSION,
-    STATS_TIMER,
-    BootResult,
-    SchemaError,
-    cell_stats,
-    extra_info,
-    name_runs,
-)
+from harness.schema import SCHEMA_VERSION, BootResult, SchemaError
 from harness.secrets import environment_secrets, scrub_file
 
 ORDER_NOTE = ("interleaved per cell: round r runs the releases forward when r is odd, "
@@ -145,9 +136,8 @@ class PytestSlot:
 def missing_document(slot: Slot, release: Release, why: str) -> dict[str, Any]:
     failed = BootResult(state="failed", **slot.cell.params(), error=why,
                         vllm_version=release.version)
-    return {"machine_info": {}, "benchmarks": [],
-            DOCUMENT_KEY: {"schema_version": SCHEMA_VERSION,
-                           "unrecorded": [failed.model_dump(mode="json")]}}
+    return RunDocument(machine_info={}, benchmarks=[], coldstart=RunMeta(
+        schema_version=SCHEMA_VERSION, unrecorded=[UnrecordedCell.of(failed)])).as_json()
 
 
 def _clock(seconds: float) -> str:
@@ -272,10 +262,10 @@ def apply_log_fallback(boot: BootResult, missing: Sequence[WrapTarget]) -> BootR
 
 def merge_side(ran: Sequence[RanSlot], release: Release, *,
                matrix: str, rounds: int, missing_targets: Sequence[WrapTarget] = (),
-               extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
+               extra_meta: dict[str, Any] | None = None) -> RunDocument:
     """One pytest-benchmark document for one release from the documents of its slots.
 
-    A cell's ``stats`` are its measured rounds' ``wall_s`` (``harness.schema.cell_stats``),
+    A cell's ``stats`` are its measured rounds' ``wall_s`` (``CellInfo.stats``),
     never the slots' own stats: a slot document written before those agreed timed the whole
     boot call, seconds more.
     """
@@ -303,31 +293,26 @@ def merge_side(ran: Sequence[RanSlot], release: Release, *,
         if len(platforms) == 1:
             rounds_ = [r if r.platform else r.model_copy(update={"platform": next(iter(platforms))})
                        for r in rounds_]
-        extra = extra_info(headline_round(rounds_), rounds_)
-        stats = cell_stats(extra)
+        info = CellInfo.of_rounds(rounds_)
+        stats = info.stats()
         if acc["entry"] is None or stats is None:
-            unrecorded += [{**r.model_dump(mode="json"), "checks_failed": acc["checks"]}
-                           for r in rounds_]
+            unrecorded += [UnrecordedCell.of(r, acc["checks"]) for r in rounds_]
             continue
-        extra["storage_floor"] = acc["floor"]
-        extra["checks_failed"] = acc["checks"]
-        entry = acc["entry"].model_dump(mode="json", exclude_unset=True,
-                                        exclude={"stats", "extra_info"})
-        entry["options"] = {**(entry.get("options") or {}), "timer": STATS_TIMER}
-        entries.append({**entry, "stats": stats, "extra_info": extra})
-    meta = {"schema_version": SCHEMA_VERSION, "matrix": matrix, "rounds": rounds,
-            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "host": platform.node(),
-            "pid": os.getpid(), "unrecorded": unrecorded,
-            "release": release.spec,
-            "probe_targets_missing": [f"{t.module}:{t.attr} ({t.event})" for t in missing_targets],
-            "interleaved": {"order": ORDER_NOTE, "slots": [rec for _, _, rec in ran]}}
-    meta.update(extra_meta or {})
-    return name_runs({"machine_info": first.machine_info,
-                      "commit_info": first.commit_info,
-                      "benchmarks": entries,
-                      "datetime": first.datetime,
-                      "version": first.version,
-                      DOCUMENT_KEY: meta})
+        info.storage_floor = acc["floor"]
+        info.checks_failed = acc["checks"]
+        entry = acc["entry"].model_copy(update={"extra_info": info})
+        entry.timed(stats)
+        entries.append(entry)
+    meta = RunMeta(schema_version=SCHEMA_VERSION, matrix=matrix, rounds=rounds,
+                   written_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=platform.node(),
+                   pid=os.getpid(), unrecorded=unrecorded, release=release.spec,
+                   probe_targets_missing=[f"{t.module}:{t.attr} ({t.event})"
+                                          for t in missing_targets],
+                   interleaved={"order": ORDER_NOTE, "slots": [rec for _, _, rec in ran]},
+                   **(extra_meta or {}))
+    return RunDocument(machine_info=first.machine_info, commit_info=first.commit_info,
+                       benchmarks=entries, datetime=first.datetime, version=first.version,
+                       coldstart=meta).named()
 
 
 def release_file(release: Release) -> str:

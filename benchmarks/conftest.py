@@ -36,18 +36,20 @@ from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, Plan, cell_from_params,
 from benchmarks.preflight import Preflight, mark_cannot_boot_here, plan_here
 from benchmarks.resume import resumable_entries
 from benchmarks.split import ShardPlugin
-from harness.document import AXIS_OPTIONS, CellsLogLine, write_run
-from harness.schema import (
-    DOCUMENT_KEY,
-    SCHEMA_VERSION,
+from harness.document import (
+    AXIS_OPTIONS,
     STATS_TIMER,
-    BootResult,
-    matrix_cells,
+    CellsLogLine,
+    Entry,
+    RunDocument,
+    RunMeta,
+    UnrecordedCell,
     measured_walls,
-    name_runs,
-    new_document,
+    run_of_pytest_benchmark,
     wall_stats,
+    write_run,
 )
+from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, BootResult, matrix_cells
 from harness.secrets import environment_secrets, scrub
 
 
@@ -363,39 +365,36 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
     """Add what pytest-benchmark leaves out: resumed cells, unrecorded cells, our metadata."""
     session: ColdstartSession | None = getattr(config, "_coldstart", None)
     resumed = getattr(config, "_coldstart_resumed", {})
-    benchmarks = doc.setdefault("benchmarks", [])
-    # An entry without our fields (an error between the boot and extra_info) is not a result.
-    benchmarks[:] = [b for b in benchmarks if "phases" in (b.get("extra_info") or {})]
-    for b in benchmarks:  # the matrix file's own axes, as plain parameters beside the five
-        params = b.get("params") or {}
+    run = run_of_pytest_benchmark(doc)
+    for entry in run.benchmarks:  # the matrix file's own axes, as plain parameters beside the five
+        params = entry.params or {}
         if isinstance(params.get("cell_extra"), dict):
-            b["params"] = {**{k: v for k, v in params.items() if k != "cell_extra"},
-                           **params["cell_extra"]}
-    present = {cell_from_params(b["params"]).id
-               for b in benchmarks if set(AXES) <= set(b.get("params") or {})}
+            entry.params = {**{k: v for k, v in params.items() if k != "cell_extra"},
+                            **params["cell_extra"]}
+    present = {cell_from_params(e.params).id
+               for e in run.benchmarks if set(AXES) <= set(e.params or {})}
     for cid, entry in resumed.items():
         if cid not in present:
-            benchmarks.append(entry)
+            run.benchmarks.append(Entry.model_validate(entry))
             present.add(cid)
     # The checks a cell failed travel with it: benchmarks.check reads them here too (with
     # --benchmark-disable every measured cell is here).
-    unrecorded = [{**r.model_dump(mode="json"), "checks_failed": session.checks_failed[cid]}
+    unrecorded = [UnrecordedCell.of(r, session.checks_failed[cid])
                   for cid, r in (session.results.items() if session else [])
                   if cid not in present]
-    doc[DOCUMENT_KEY] = {
-        "schema_version": SCHEMA_VERSION,
-        "matrix": config.getoption("matrix"),
-        "matrix_cells": _matrix_cells(config),
-        "rounds": run_setting(config, "rounds"),
+    run.coldstart = RunMeta(
+        schema_version=SCHEMA_VERSION,
+        matrix=config.getoption("matrix"),
+        matrix_cells=_matrix_cells(config),
+        rounds=run_setting(config, "rounds"),
         # What made the run, for the report: pytest's own arguments as given.
-        "command": shlex.join(["pytest", *config.invocation_params.args]),
-        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "host": platform.node(),
-        "pid": os.getpid(),
-        "unrecorded": unrecorded,
-    }
+        command=shlex.join(["pytest", *config.invocation_params.args]),
+        written_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        host=platform.node(),
+        pid=os.getpid(),
+        unrecorded=unrecorded)
     # pytest-benchmark writes this document itself (not write_run): the same scrub, in place.
-    clean = scrub(name_runs(doc), environment_secrets())
+    clean = scrub(run.named().as_json(), environment_secrets())
     doc.clear()
     doc.update(clean)
     return doc
@@ -430,8 +429,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     from benchmarks.provenance import machine_facts
 
-    doc = new_document(machine_info={DOCUMENT_KEY: machine_facts()})
     # The commit, as pytest-benchmark's own document has it: a shard whose every cell failed
     # is still refused by analysis.merge beside shards of another commit.
-    doc["commit_info"] = _commit_info(config)
+    doc = RunDocument.new(machine_info={DOCUMENT_KEY: machine_facts()},
+                          commit_info=_commit_info(config)).as_json()
     write_run(_complete(config, doc), path)

@@ -43,7 +43,7 @@ from benchmarks.matrix.plan import Cell
 from coldstart.errors import USER_ERRORS
 from harness.document import write_run
 from harness.registry import WrapTarget
-from harness.schema import DOCUMENT_KEY, PHASE_NAMES
+from harness.schema import PHASE_NAMES
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def run_gate(plan: GatePlan, releases: Sequence[Release], run_slot: SlotRunner,
         write_run(doc, path)
         paths.append(path)
         progress(f"wrote {path}")
-        if not doc["benchmarks"] and not doc[DOCUMENT_KEY]["unrecorded"]:
+        if not doc.benchmarks and not doc.coldstart.unrecorded:
             empty.append(f"{release}: no boot recorded")
     if stopped:
         return 130

@@ -15,11 +15,11 @@ from harness import pagecache
 from harness.boot import discard_work_dir, prepare_boot
 from harness.compile_cache import keep_as_warm_cache
 from harness.correctness import judge_answer, judge_compile_cache
-from harness.document import headline_round
+from harness.document import CellInfo, headline_round
 from harness.evidence import WeightsFacts
 from harness.launch import launch_boot
 from harness.registry import LOADER_CLASSES, expected_compile_cache
-from harness.schema import NOT_APPLICABLE_PREFIX, BootResult, extra_info
+from harness.schema import NOT_APPLICABLE_PREFIX, BootResult
 from harness.spec import BootError, BootSpec, installed_vllm_version
 
 MAX_RESIDUAL_SHARE = 0.05
@@ -316,9 +316,9 @@ def _compare_to_floor(result: BootResult, floor: dict) -> None:
 
 def _on_record(benchmark, result: BootResult, rounds: list[BootResult], floor: dict,
                checks_failed: list[str]) -> None:
-    benchmark.extra_info.update(extra_info(result, rounds))
-    benchmark.extra_info["storage_floor"] = floor
-    benchmark.extra_info["checks_failed"] = checks_failed
+    benchmark.extra_info.update(CellInfo.of_rounds(
+        rounds or [result], headline=result, storage_floor=floor,
+        checks_failed=checks_failed).as_json())
 
 
 def _keep_stopped_cell(benchmark, coldstart, cell: Cell, spec: BootSpec, floor: dict,

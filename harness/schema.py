@@ -271,90 +271,6 @@ def cell_id(params: dict[str, Any]) -> str:
     return "-".join(f"{k}={v}" for k, v in params.items())
 
 
-def extra_info(result: BootResult, rounds: list[BootResult] | None = None) -> dict[str, Any]:
-    """A cell's ``extra_info``: the headline round's fields at the top, every round below."""
-    extra = result.model_dump(mode="json")
-    extra["rounds"] = [r.model_dump(mode="json") for r in (rounds or [result])]
-    return extra
-
-
-def benchmark_entry(result: BootResult, *, name: str, params: dict[str, Any],
-                    rounds: list[BootResult] | None = None) -> dict[str, Any]:
-    return {"name": name, "fullname": name, "params": params, "param": cell_id(params),
-            "group": None, "stats": None, "extra_info": extra_info(result, rounds)}
-
-
-# options.timer of every entry whose stats are the rounds' wall_s: what made the numbers, for
-# whoever reads the JSON with pytest-benchmark's tools (it records its own timer there).
-STATS_TIMER = "BootResult.wall_s of the measured rounds (launch to ready)"
-
-
-def measured_walls(extra: dict[str, Any]) -> list[float]:
-    """A cell's times: the ``wall_s`` of its measured rounds, in the order they ran.
-
-    What pytest-benchmark's ``stats`` are made of, and what ``analysis.compare`` takes the
-    median of. A failed or skipped round has no time: it stays in ``extra_info.rounds`` (and
-    ``analysis.compare`` counts it as a failure or a skip), it never enters the statistics as
-    a duration. An entry without rounds (an older document) is its headline round.
-    """
-    rounds = extra.get("rounds") or [extra]
-    return [float(r["wall_s"]) for r in rounds if isinstance(r, dict)
-            and r.get("state") == "measured" and r.get("wall_s") is not None]
-
-
-def wall_stats(walls: list[float]):
-    """pytest-benchmark's own Stats object over ``walls`` (its fields, its quartile rules)."""
-    from pytest_benchmark.stats import Stats
-
-    stats = Stats()
-    for wall in walls:
-        stats.update(wall)
-    return stats
-
-
-def cell_stats(extra: dict[str, Any], *, data: bool = True) -> dict[str, Any] | None:
-    """A cell's ``stats`` as pytest-benchmark writes them (its ``Stats`` fields, ``data``,
-    ``iterations``), over the measured rounds' ``wall_s``; None when no round was measured.
-
-    The one rule every writer of a document uses (``pytest benchmarks/``, gate and history,
-    ``analysis.merge``, ``benchmarks.compact``), so a cell's stats and its rounds never differ.
-    """
-    walls = measured_walls(extra)
-    if not walls:
-        return None
-    stats = wall_stats(walls)
-    out = stats.as_dict()
-    if data:
-        out["data"] = list(stats.data)
-    out["iterations"] = 1  # one boot per round: what pedantic(iterations=1) records
-    return out
-
-
-def run_label(doc: dict[str, Any], extra: dict[str, Any] | None = None) -> str:
-    """What tells a run apart in pytest-benchmark's tables and CSV: the release (gate and
-    history's ``coldstart.release``, else the cell's vLLM) and when it was written."""
-    meta = doc.get(DOCUMENT_KEY) if isinstance(doc.get(DOCUMENT_KEY), dict) else {}
-    info = doc.get("machine_info") if isinstance(doc.get("machine_info"), dict) else {}
-    facts = info.get(DOCUMENT_KEY) if isinstance(info.get(DOCUMENT_KEY), dict) else {}
-    release = meta.get("release")
-    vllm = (extra or {}).get("vllm_version") or facts.get("vllm")
-    if not release and vllm:
-        release = f"{facts.get('vllm_distribution') or 'vllm'}=={vllm}"
-    when = meta.get("written_at") or doc.get("datetime")
-    return ", ".join(str(x) for x in (release, when) if x) or "unlabelled run"
-
-
-def name_runs(doc: dict[str, Any]) -> dict[str, Any]:
-    """Give each measured entry the ``fullfunc`` pytest-benchmark's CSV names its row by
-    (``fullname`` stays the cell's, what ``compare --between`` matches runs on)."""
-    for bench in doc.get("benchmarks") or []:
-        if isinstance(bench, dict) and isinstance(bench.get("stats"), dict):
-            extra = bench.get("extra_info") if isinstance(bench.get("extra_info"), dict) else {}
-            name = bench.get("fullname") or bench.get("name")
-            bench["fullfunc"] = f"{name} ({run_label(doc, extra)})"
-    return doc
-
-
 def matrix_cells(ids: list[str]) -> dict[str, Any]:
     """Which matrix a run is of: the number and a digest of its selected cells' ids (every
     shard of one run has the same; a shard of another matrix, or a stale one, does not)."""
@@ -362,20 +278,6 @@ def matrix_cells(ids: list[str]) -> dict[str, Any]:
 
     return {"count": len(ids),
             "sha256": hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()}
-
-
-def new_document(entries: list[dict[str, Any]] | None = None,
-                 unrecorded: list[BootResult] | None = None,
-                 machine_info: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {
-        "machine_info": machine_info or {},
-        "commit_info": {},
-        "benchmarks": entries or [],
-        DOCUMENT_KEY: {
-            "schema_version": SCHEMA_VERSION,
-            "unrecorded": [r.model_dump(mode="json") for r in (unrecorded or [])],
-        },
-    }
 
 
 def gpu_models(gpus: Any) -> list[str]:

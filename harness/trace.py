@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.document import read_cells
+from harness.document import read_boots
 from harness.schema import (
     PHASE_NAMES,
     BootResult,
     SchemaError,
-    read_json,
 )
 from harness.timeline import (
     PhaseCut,
@@ -271,9 +270,9 @@ def chrome_trace(result: BootResult, *, title: str | None = None) -> dict[str, A
 def find_boot(path: str | Path, cell: str | None = None) -> tuple[str, BootResult]:
     """The boot a trace is made of: a BootResult file, or a cell of a result document (its
     median round). Returns a title and the result; SchemaError names what is wrong."""
-    doc, found = read_cells(path)
+    doc, found, single = read_boots(path)
     if doc is None:
-        if isinstance(read_json(path), list):
+        if not single:
             raise SchemaError(f"{path}: neither a BootResult nor a result document")
         if cell:
             raise SchemaError(f"{path}: a single BootResult, not a run: --cell does not apply")

@@ -16,8 +16,8 @@ from analysis.changes import (
     min_two_sided_p,
 )
 from coldstart.__main__ import main as coldstart
-from harness.document import write_run
-from harness.schema import BootResult, benchmark_entry, new_document
+from harness.document import benchmark_entry, new_document, write_run
+from harness.schema import BootResult
 
 MACHINE = {"cpu": {"brand_raw": "AMD EPYC 9354 32-Core Processor", "count": 32},
            "system": "Linux", "machine": "x86_64"}

@@ -359,8 +359,8 @@ def test_one_path_from_a_boot_to_its_features(llama_dir: Path, tmp_path: Path) -
     boot whose compile cache is still there (measured) and one whose cache is gone (estimated):
     a fit repeated from the file sees what the first fit saw."""
     from analysis.dataset import build_dataset
-    from harness.document import write_run
-    from harness.schema import BootResult, benchmark_entry, new_document
+    from harness.document import benchmark_entry, new_document, write_run
+    from harness.schema import BootResult
 
     cache = tmp_path / "torch_compile_cache" / "abc"
     cache.mkdir(parents=True)

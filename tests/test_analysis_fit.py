@@ -12,8 +12,8 @@ import pytest
 
 from analysis.study import STUDY_HOLDOUT, STUDY_REPORTED
 from coldstart.__main__ import main as coldstart
-from harness.document import write_run
-from harness.schema import BootResult, benchmark_entry, new_document
+from harness.document import benchmark_entry, new_document, write_run
+from harness.schema import BootResult
 
 REPO = Path(__file__).resolve().parents[1]
 safetensors_numpy = pytest.importorskip("safetensors.numpy")

@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 from coldstart.__main__ import main as coldstart
-from harness.document import read_results, write_run
-from harness.schema import new_document
+from harness.document import new_document, read_results, write_run
 
 DATA = Path(__file__).resolve().parent / "data"
 

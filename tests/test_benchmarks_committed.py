@@ -16,8 +16,8 @@ import pytest
 
 from analysis.changes import compare_results
 from analysis.metrics import TOTAL
-from benchmarks.compact import restate_stats
-from harness.schema import STATS_TIMER, BootResult, measured_walls
+from harness.document import STATS_TIMER, measured_walls, restate_stats, run_document
+from harness.schema import BootResult
 
 DATA = Path(__file__).resolve().parent / "data"
 DOCS_DATA = Path(__file__).resolve().parents[1] / "docs" / "data"
@@ -80,10 +80,11 @@ def test_restating_a_run_timed_around_each_round_gives_its_wall_times():
     written["benchmarks"][0]["stats"].update(median=92.58916684200085, min=91.90361403600036,
                                              max=93.80828668200047)
     written["benchmarks"][0]["options"]["timer"] = "perf_counter"
-    restated = restate_stats(written)
+    restated = restate_stats(run_document(written, "run")).as_json()
     assert restated["benchmarks"][0]["stats"] == cold["stats"]
     assert restated["benchmarks"][0]["stats"]["median"] == statistics.median(walls)
-    assert restate_stats(copy.deepcopy(restated)) == restated  # idempotent
+    again = restate_stats(run_document(copy.deepcopy(restated), "run")).as_json()
+    assert again == restated  # idempotent
 
 
 def test_a_round_that_failed_is_no_time_and_a_cell_without_a_measured_round_is_unrecorded():
@@ -95,7 +96,7 @@ def test_a_round_that_failed_is_no_time_and_a_cell_without_a_measured_round_is_u
         r.update(state="failed", error="EngineCore died", wall_s=None)
     warm["extra_info"].update(state="failed", error="EngineCore died", wall_s=None,
                               checks_failed=["boot failed: EngineCore died"])
-    restated = restate_stats(doc)
+    restated = restate_stats(run_document(doc, "run")).as_json()
     (entry,) = restated["benchmarks"]
     assert entry["param"] == cold["param"]
     kept = [r["wall_s"] for r in cold_rounds[1:]]

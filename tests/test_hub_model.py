@@ -167,8 +167,8 @@ def test_a_run_of_a_hub_model_gets_its_features_from_the_hub(llama_dir: Path, tm
     at the revision the matrix names, equal to the same files' in a folder; a folder model is
     named and left out; a run with no hub model writes nothing, and is no error."""
     from analysis.features.sources import read_features_json
-    from harness.document import write_run
-    from harness.schema import BootResult, benchmark_entry, new_document
+    from harness.document import benchmark_entry, new_document, write_run
+    from harness.schema import BootResult
 
     hub = FolderHub(llama_dir)
     client = _client(hub)

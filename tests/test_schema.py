@@ -7,15 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from harness.document import read_results, write_run
-from harness.schema import (
-    PHASE_NAMES,
-    BootResult,
-    SchemaError,
-    benchmark_entry,
-    cell_id,
-    new_document,
-)
+from harness.document import benchmark_entry, new_document, read_results, write_run
+from harness.schema import PHASE_NAMES, BootResult, SchemaError, cell_id
 
 
 def _result(**kw):

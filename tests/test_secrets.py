@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.document import write_run
+from harness.document import new_document, write_run
 from harness.evidence import Evidence, Settings
 from harness.interpret import ProcessOutcome, interpret_boot
 from harness.logs.reader import read_boots
 from harness.processes import GroupWatch
-from harness.schema import BootResult, new_document
+from harness.schema import BootResult
 from harness.secrets import (
     REDACTED,
     is_secret_name,

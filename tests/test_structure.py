@@ -121,17 +121,17 @@ SHARED_LEAVES = {
     "schema": "coldstart.commands.schema is the front door's `schema` verb, which prints "
               "harness.schema's models",
 }
-# The library (fixtures .. deploy) stands on the bottom layer (coldstart.errors, .console,
-# .cli) and below the command line (coldstart.commands: one thin module per verb) and the front
-# door (coldstart). coldstart.cli stays at the bottom while verbs' add_arguments and run still
-# live in library modules; once they have all moved into coldstart.commands it goes above the
-# library (issue 30).
-LAYERS = ("coldstart.errors", "coldstart.console", "coldstart.cli", "fixtures", "harness",
-          "analysis", "benchmarks", "deploy", "coldstart.commands", "coldstart")
+# The library (fixtures .. deploy) stands on the bottom layer (coldstart.errors, .console) and
+# below the command line (coldstart.cli, coldstart.commands: one thin module per verb) and the
+# front door (coldstart): no library module imports argparse's layer (issue 30).
+LAYERS = ("coldstart.errors", "coldstart.console", "fixtures", "harness", "analysis",
+          "benchmarks", "deploy", "coldstart.cli", "coldstart.commands", "coldstart")
 # An import of a higher layer, each with its reason.
 UPWARD = {
     ("analysis.fit.__main__", "coldstart.commands.fit"):
         "python -m analysis.fit, the README's form, is coldstart fit's own add_arguments and run",
+    ("analysis.fit.__main__", "coldstart.cli"):
+        "... run under the one error convention (run_program), named analysis.fit",
 }
 # What boots vLLM or drives its processes: the analysis side never reaches it.
 BOOTING = ("harness.boot", "harness.launch", "harness.processes", "harness.pagecache",
@@ -272,3 +272,45 @@ def test_the_analysis_side_never_reaches_what_boots():
 def test_a_boot_reached_from_the_analysis_side_is_seen(monkeypatch):
     monkeypatch.setitem(GRAPH, "analysis.table", {*GRAPH["analysis.table"], "harness.boot"})
     assert "harness.boot" in _reachable("analysis.table")
+
+
+# ------------------------------------------- the document through its models (issue 30)
+RAW_KEYS = ("benchmarks", "extra_info")
+# Where a result document is read, built and edited as JSON: its package (and the tests).
+DOCUMENT_PACKAGE = "harness.document"
+# Verbs' ``run`` bodies that still read the document's raw keys, each with why; the lead
+# empties this once the verbs' ``run`` have moved into coldstart.commands (issue 30).
+RAW_KEY_RUN_BODIES: dict[str, str] = {}
+
+
+def raw_key_uses(name: str, path: Path) -> list[str]:
+    """``x["benchmarks"]`` / ``x["extra_info"]`` and ``x.get("benchmarks"...)`` in a module."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "get" and node.args \
+                and isinstance(node.args[0], ast.Constant):
+            key = node.args[0].value
+        if key in RAW_KEYS:
+            found.append(f"{name}:{node.lineno}: {key!r}")
+    return found
+
+
+def test_the_documents_raw_keys_are_read_only_in_its_package():
+    """A run is built, edited and read through harness.document's models and their methods,
+    never as dicts by its raw keys elsewhere."""
+    raw = [use for name, path in MODULES.items()
+           if not (name == DOCUMENT_PACKAGE or name.startswith(f"{DOCUMENT_PACKAGE}."))
+           and name not in RAW_KEY_RUN_BODIES
+           for use in raw_key_uses(name, path)]
+    assert not raw, "\n".join(raw)
+
+
+def test_a_raw_key_use_is_seen(tmp_path):
+    module = tmp_path / "raw.py"
+    module.write_text('a = doc["benchmarks"]\nb = e.get("extra_info") or {}\nc = d["stats"]\n')
+    assert sorted(raw_key_uses("raw", module)) == ["raw:1: 'benchmarks'",
+                                                   "raw:2: 'extra_info'"]

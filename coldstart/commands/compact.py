@@ -3,7 +3,8 @@
     coldstart compact out.json -o small.json [--keep-events]
     coldstart compact --upgrade OLD.json...      # stats restated in place, nothing dropped
 
-What is dropped and kept is ``benchmarks.compact``'s to say.
+What is dropped and kept is ``harness.document``'s to say (its ``compact`` and
+``restate_stats``).
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from benchmarks.compact import as_json, compact, upgrade
 from coldstart.cli import check_output
 from coldstart.errors import UsageError
-from harness.document import read_run, write_run
+from harness.document import compact, read_run, restate_stats, write_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give one document and -o OUT (or --upgrade FILE...)")
     check_output(args.out, "-o")
     args.json = args.json[0]
-    doc = compact(as_json(read_run(args.json)), keep_events=args.keep_events)
+    doc = compact(read_run(args.json), keep_events=args.keep_events)
     write_run(doc, args.out, indent=1)
     print(f"{args.json} ({args.json.stat().st_size:,} B) -> {args.out} ({args.out.stat().st_size:,} B)")
     return 0
@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _upgrade_files(paths: list[Path]) -> int:
     for path in paths:
-        doc = upgrade(as_json(read_run(path)))
+        doc = restate_stats(read_run(path))
         write_run(doc, path, indent=1)
         print(f"upgraded {path}")
     return 0

@@ -12,7 +12,7 @@ from pathlib import Path
 from analysis.ingest import ingest, ingest_spans
 from coldstart.cli import check_output
 from coldstart.errors import InputError, unreadable
-from harness.document import write_run
+from harness.document import run_document, write_run
 from harness.logs.reader import not_a_log
 
 
@@ -36,9 +36,7 @@ def run(args: argparse.Namespace) -> int:
         check_output(args.output, "-o")
         document = ingest_spans(args.logs)
         write_run(document, args.output)
-        print(f"ingest: wrote {len(document['benchmarks'])} boots "
-              f"(+{len(document['coldstart']['unrecorded'])} failed) to {args.output}",
-              file=sys.stderr)
+        _wrote(document, args.output, "failed")
         return 0
     # Check every input, and where the output goes, before reading any: a typo costs nothing
     # and writes nothing. A file that is not a log would be a failed boot named after it.
@@ -52,7 +50,11 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InputError(f"{exc.filename or ''}: {exc.strerror or exc}") from exc
     write_run(document, args.output)
-    print(f"ingest: wrote {len(document['benchmarks'])} boots "
-          f"(+{len(document['coldstart']['unrecorded'])} failed or skipped) to {args.output}",
-          file=sys.stderr)
+    _wrote(document, args.output, "failed or skipped")
     return 0
+
+
+def _wrote(document: dict, out: Path, unrecorded_are: str) -> None:
+    typed = run_document(document, str(out))
+    print(f"ingest: wrote {len(typed.benchmarks)} boots "
+          f"(+{len(typed.coldstart.unrecorded)} {unrecorded_are}) to {out}", file=sys.stderr)

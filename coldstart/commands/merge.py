@@ -12,7 +12,6 @@ from analysis.merge import merge, missing_cells
 from coldstart.cli import check_output, progress_name
 from coldstart.errors import InputError, UsageError
 from harness.document import AXIS_OPTIONS, write_run
-from harness.schema import DOCUMENT_KEY
 
 # what its lines are named by when run is called without the front door
 PROG = "python -m coldstart merge"
@@ -65,11 +64,11 @@ def run(args: argparse.Namespace) -> int:
                 allow_mixed_commits=args.allow_mixed_commits,
                 program=progress_name(args, PROG))
     write_run(doc, args.out)
-    meta = doc[DOCUMENT_KEY]
+    meta = doc.coldstart
     prog = progress_name(args, PROG)
-    print(f"{prog}: {len(doc['benchmarks']) + len(meta['unrecorded'])} cells "
-          f"({len(doc['benchmarks'])} recorded, {len(meta['unrecorded'])} unrecorded) from "
-          f"{len(paths)} inputs, {meta['machines']} machine(s) -> {args.out}")
+    print(f"{prog}: {len(doc.benchmarks) + len(meta.unrecorded)} cells "
+          f"({len(doc.benchmarks)} recorded, {len(meta.unrecorded)} unrecorded) from "
+          f"{len(paths)} inputs, {meta.machines} machine(s) -> {args.out}")
     count, gone = missing_cells(args.out, expected)
     if count < 0:
         print(f"{prog}: the cells were not counted against the matrix: the shards do not say "

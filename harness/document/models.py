@@ -1,6 +1,7 @@
-"""The result document, typed: the one reader (``read_run``, ``read_cells``, ``read_results``),
-the one writer (``write_run``) and the one definition of a cell (its id, its axes, its headline
-round).
+"""The result document's models and the one definition of a cell (its id, its axes, its
+headline round), with the constructors every writer builds a document by: a cell from its
+rounds (``CellInfo.of_rounds``, ``Entry.of_cell``, ``UnrecordedCell.of``), a new run
+(``RunDocument.new``) and each entry named by its run (``RunDocument.named``).
 
 A result document is pytest-benchmark's JSON (``pytest benchmarks/ --benchmark-json``, and
 what gate, history, merge, compact and ingest write): each measured cell is an ``Entry`` of
@@ -9,35 +10,21 @@ round at the top and every round under ``rounds``; cells pytest-benchmark leaves
 skips, cells with no measured round) are ``UnrecordedCell``s under ``coldstart.unrecorded``,
 so a failure is never lost. The models allow keys they do not name (pytest-benchmark's own,
 or a later writer's) and keep them: a document read and written again is the same document.
+A document is written with the fields set on it (``exclude_unset``): a constructor sets what
+a writer writes, so each builds its models from whole dumps, never from defaults.
 ``docs/format.md`` describes the format; ``coldstart schema run`` prints its JSON Schema.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from harness.schema import (
-    DOCUMENT_KEY,
-    SCHEMA_VERSION,
-    BootResult,
-    SchemaError,
-    cell_id,
-    read_json,
-    validation_summary,
-)
-from harness.secrets import environment_secrets, scrub
-
-__all__ = ["AXIS_OPTIONS", "CELL_AXES", "CellInfo", "CellsLogLine", "cells_log_line", "Entry", "RunCell",
-           "RunDocument", "RunMeta", "UnrecordedCell", "boot_of", "cell_axes", "cell_params",
-           "check_version", "headline_round", "recorded_facts",
-           "read_cells", "read_results", "read_run", "run_document", "write_run"]
+from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, BootResult, cell_id
 
 # The five axes every cell has, in the order its id names them; a matrix file's own axes
 # (engine arguments, environment variables) follow them (``BootResult.axes``).
@@ -64,6 +51,31 @@ class CellInfo(BootResult):
     # analysis.merge: the commit of the shard the cell came from, where shards disagree.
     commit_info: dict[str, Any] | None = None
 
+    @classmethod
+    def of_rounds(cls, rounds: list[BootResult], *, headline: BootResult | None = None,
+                  **fields: Any) -> CellInfo:
+        """A cell's ``extra_info`` from its rounds: the headline round's fields (the median
+        round, ``headline_round``, unless given) at the top, every round below, and
+        ``fields`` (checks_failed, storage_floor) beside them."""
+        head = headline if headline is not None else headline_round(rounds)
+        return cls.model_validate({**head.model_dump(mode="json"),
+                                   "rounds": [r.model_dump(mode="json") for r in rounds],
+                                   **fields})
+
+    def walls(self) -> list[float]:
+        """The ``wall_s`` of the measured rounds, in the order they ran (see
+        ``measured_walls``); a cell without rounds (an older document) is its headline."""
+        return [float(r.wall_s) for r in (self.rounds or [self])
+                if r.state == "measured" and r.wall_s is not None]
+
+    def stats(self, *, data: bool = True) -> dict[str, Any] | None:
+        """The cell's ``stats`` as pytest-benchmark writes them (``stats_of``)."""
+        return stats_of(self.walls(), data=data)
+
+    def as_json(self) -> dict[str, Any]:
+        """What the document holds of it: the fields set, as JSON."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
 
 class UnrecordedCell(BootResult):
     """A cell pytest-benchmark left out of ``benchmarks`` (failed, skipped, no measured
@@ -74,6 +86,31 @@ class UnrecordedCell(BootResult):
     checks_failed: list[str] = Field(default_factory=list)
     commit_info: dict[str, Any] | None = None  # as CellInfo's
     machine_info: dict[str, Any] | None = None  # analysis.merge: the shard's machine
+
+    @classmethod
+    def of(cls, result: BootResult, checks_failed: list[str] | None = None) -> UnrecordedCell:
+        """An unrecorded cell of ``result`` (every field), with the checks it failed."""
+        data = result.model_dump(mode="json")
+        if checks_failed is not None:
+            data["checks_failed"] = checks_failed
+        return cls.model_validate(data)
+
+    @classmethod
+    def of_cell(cls, info: CellInfo) -> UnrecordedCell:
+        """A measured cell's headline round moved to ``unrecorded`` (no measured round left to
+        time it): its fields and its checks, not its rounds or its storage floor."""
+        return cls.model_validate({
+            **info.model_dump(mode="json", exclude_unset=True,
+                              exclude={"rounds", "storage_floor"}),
+            "checks_failed": info.checks_failed})
+
+    def on_machine(self, machine_info: dict[str, Any],
+                   commit_info: dict[str, Any] | None = None) -> UnrecordedCell:
+        """The cell as a merged run keeps it: with its shard's machine (and commit)."""
+        update: dict[str, Any] = {"machine_info": machine_info}
+        if commit_info:
+            update["commit_info"] = commit_info
+        return self.model_copy(update=update)
 
 
 class Entry(BaseModel):
@@ -93,6 +130,30 @@ class Entry(BaseModel):
     fullfunc: str | None = None
     machine_info: dict[str, Any] | None = None  # analysis.merge: the shard's machine
     extra_info: CellInfo
+
+    @classmethod
+    def of_cell(cls, info: CellInfo, *, name: str, params: dict[str, Any],
+                fullname: str | None = None) -> Entry:
+        """The entry of a cell, as pytest-benchmark names it, with no statistics yet."""
+        return cls(name=name, fullname=fullname or name, params=params, param=cell_id(params),
+                   group=None, stats=None, extra_info=info)
+
+    def timed(self, stats: dict[str, Any]) -> None:
+        """Make ``stats`` (the measured rounds' Stats) the entry's, saying what timed them."""
+        self.stats = stats
+        self.options = {**(self.options or {}), "timer": STATS_TIMER}
+
+    def on_machine(self, machine_info: dict[str, Any],
+                   commit_info: dict[str, Any] | None = None) -> Entry:
+        """The entry as a merged run keeps it: with its shard's machine (and commit)."""
+        update: dict[str, Any] = {"machine_info": machine_info}
+        if commit_info:
+            update["extra_info"] = self.extra_info.model_copy(
+                update={"commit_info": commit_info})
+        return self.model_copy(update=update)
+
+    def as_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
 class RunMeta(BaseModel):
@@ -118,6 +179,8 @@ class RunMeta(BaseModel):
     probe_targets_missing: list[str] | None = None
     interleaved: dict[str, Any] | None = None
     gate: dict[str, Any] | None = None
+    # analysis.merge: how many machines the merged cells ran on (analysis.machines).
+    machines: int | None = None
     unrecorded: list[UnrecordedCell] = Field(default_factory=list)
 
 
@@ -159,6 +222,41 @@ class RunDocument(BaseModel):
             out.extend(c.rounds if all_rounds and c.recorded else [c.headline])
         return out
 
+    @classmethod
+    def new(cls, entries: list[Entry] | None = None,
+            unrecorded: list[UnrecordedCell] | None = None,
+            machine_info: dict[str, Any] | None = None, **fields: Any) -> RunDocument:
+        """A run of ``entries`` and ``unrecorded`` cells on ``machine_info``; ``fields``: the
+        document's other keys (commit_info, datetime, version)."""
+        return cls(machine_info=machine_info or {}, commit_info=fields.pop("commit_info", {}),
+                   benchmarks=entries or [], **fields,
+                   coldstart=RunMeta(schema_version=SCHEMA_VERSION,
+                                     unrecorded=list(unrecorded or [])))
+
+    def run_label(self, cell: BootResult | None = None) -> str:
+        """What tells a run apart in pytest-benchmark's tables and CSV: the release (gate and
+        history's ``coldstart.release``, else the cell's vLLM) and when it was written."""
+        facts = self.machine_facts
+        release = self.coldstart.release
+        vllm = (cell.vllm_version if cell is not None else None) or facts.get("vllm")
+        if not release and vllm:
+            release = f"{facts.get('vllm_distribution') or 'vllm'}=={vllm}"
+        when = self.coldstart.written_at or self.datetime
+        return ", ".join(str(x) for x in (release, when) if x) or "unlabelled run"
+
+    def named(self) -> RunDocument:
+        """Give each measured entry the ``fullfunc`` pytest-benchmark's CSV names its row by
+        (``fullname`` stays the cell's, what ``compare --between`` matches runs on)."""
+        for entry in self.benchmarks:
+            if isinstance(entry.stats, dict):
+                entry.fullfunc = f"{entry.fullname or entry.name} " \
+                                 f"({self.run_label(entry.extra_info)})"
+        return self
+
+    def as_json(self) -> dict[str, Any]:
+        """The document as it is written (the fields set), as JSON."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
     @property
     def machine_facts(self) -> dict[str, Any]:
         """Our machine facts (``machine_info.coldstart``: CPU, GPUs, vLLM, ...)."""
@@ -191,21 +289,6 @@ class CellsLogLine(BaseModel):
     checks_failed: list[str] = Field(default_factory=list)
     result: BootResult
     rounds: list[BootResult] = Field(default_factory=list)
-
-
-def cells_log_line(data: Any, where: str) -> CellsLogLine:
-    """One cells-log line typed, or one SchemaError line saying what is wrong."""
-    if not isinstance(data, dict) or not isinstance(data.get("result"), dict):
-        raise SchemaError(f"{where}: no 'result' object: not a cells log of "
-                          "`pytest benchmarks/`")
-    rounds = data.get("rounds")
-    try:
-        return CellsLogLine.model_validate({
-            **data, "result": _rounds_known(data["result"]),
-            "rounds": [_rounds_known(r) if isinstance(r, dict) else r
-                       for r in rounds or [data["result"]]]})
-    except ValidationError as exc:
-        raise SchemaError(f"{where}: not a BootResult: {validation_summary(exc)}") from exc
 
 
 @dataclass
@@ -276,149 +359,66 @@ def headline_round(rounds: Iterable[BootResult]) -> BootResult:
     return next(r for r in measured if r.wall_s == target)
 
 
-def check_version(version: Any, where: str) -> None:
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise SchemaError(f"{where}: schema_version {version!r} is not a version of this schema")
-    if version > SCHEMA_VERSION:
-        raise SchemaError(f"{where}: schema version {version} is newer than this reader "
-                          f"({SCHEMA_VERSION})")
+# options.timer of every entry whose stats are the rounds' wall_s: what made the numbers, for
+# whoever reads the JSON with pytest-benchmark's tools (it records its own timer there).
+STATS_TIMER = "BootResult.wall_s of the measured rounds (launch to ready)"
 
 
-def _typed(model: type[BaseModel], data: Any, where: str, what: str) -> Any:
-    if not isinstance(data, dict):
-        raise SchemaError(f"{where}: not {what} (a JSON {type(data).__name__})")
-    check_version(data.get("schema_version", SCHEMA_VERSION), where)
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:  # pydantic's message names the field; keep it on one line
-        raise SchemaError(f"{where}: not {what}: {validation_summary(exc)}") from exc
+def measured_walls(extra: dict[str, Any]) -> list[float]:
+    """A cell's times: the ``wall_s`` of its measured rounds, in the order they ran, from
+    its ``extra_info`` as JSON (pytest-benchmark's fixture holds it so).
 
-
-def _rounds_known(data: dict[str, Any]) -> dict[str, Any]:
-    # A round is a BootResult: what a later writer of the same schema version added beside
-    # its fields is not ours to refuse.
-    return {k: v for k, v in data.items() if k in BootResult.model_fields}
-
-
-def run_document(data: Any, where: str) -> RunDocument:
-    """``data`` (a result document's JSON) typed, or one SchemaError line saying what in it
-    is not a result document of this suite."""
-    if not isinstance(data, dict):
-        raise SchemaError(f"{where}: not a result document")
-    if "benchmarks" not in data:
-        raise SchemaError(f"{where}: no 'benchmarks' list and not a BootResult: not a "
-                          "vllm-coldstart result")
-    meta = data.get(DOCUMENT_KEY) or {}
-    benchmarks = data["benchmarks"]
-    unrecorded = meta.get("unrecorded", []) if isinstance(meta, dict) else None
-    if not isinstance(meta, dict) or not isinstance(benchmarks, list) \
-            or not isinstance(unrecorded, list):
-        raise SchemaError(f"{where}: 'benchmarks', '{DOCUMENT_KEY}' or its 'unrecorded' has "
-                          "the wrong type: not a vllm-coldstart result")
-    check_version(meta.get("schema_version", SCHEMA_VERSION), where)
-    entries = []
-    for i, bench in enumerate(benchmarks):
-        if not isinstance(bench, dict):
-            raise SchemaError(f"{where}: benchmark {i} is a JSON {type(bench).__name__}, "
-                              "not an object")
-        name = bench.get("name", i)
-        extra = bench.get("extra_info") or {}
-        if not isinstance(extra, dict):
-            raise SchemaError(f"{where}: benchmark {name!r}: extra_info is not an object")
-        if "phases" not in extra:
-            raise SchemaError(f"{where}: benchmark {name!r} has no extra_info.phases: not "
-                              "written by vllm-coldstart")
-        rounds = extra.get("rounds")
-        if rounds is not None and not isinstance(rounds, list):
-            raise SchemaError(f"{where}: benchmark {name!r}: rounds is not a list")
-        typed_rounds = [_typed(BootResult, _rounds_known(r) if isinstance(r, dict) else r,
-                               f"{where}:{name} round {j}", "a BootResult")
-                        for j, r in enumerate(rounds or [])]
-        info = _typed(CellInfo, {k: v for k, v in extra.items() if k != "rounds"},
-                      f"{where}:{name}", "a BootResult")
-        if rounds is not None:
-            info.rounds = typed_rounds
-        entry = {**bench, "extra_info": info}
-        try:
-            entries.append(Entry.model_validate(entry))
-        except ValidationError as exc:
-            raise SchemaError(f"{where}: benchmark {name!r}: {validation_summary(exc)}") from exc
-    typed_unrecorded = [_typed(UnrecordedCell, d, f"{where}:unrecorded[{i}]", "a BootResult")
-                        for i, d in enumerate(unrecorded)]
-    rest = {k: v for k, v in data.items() if k not in ("benchmarks", DOCUMENT_KEY)}
-    try:
-        doc = RunDocument.model_validate(
-            {**rest, "benchmarks": [], DOCUMENT_KEY: {**meta, "unrecorded": typed_unrecorded}})
-    except ValidationError as exc:
-        raise SchemaError(f"{where}: {validation_summary(exc)}") from exc
-    doc.benchmarks = entries
-    return doc
-
-
-def read_run(path: str | Path, error: type[SchemaError] = SchemaError) -> RunDocument:
-    """A run (the JSON of ``pytest benchmarks/ --benchmark-json``), typed; one ``error`` line
-    naming the file and what is wrong. A BootResult JSON or a list of them, which
-    ``read_cells`` reads as results, is refused here, saying so: only a run says which cells
-    were run and on what machine."""
-    p = Path(path)
-    data = read_json(p, error)
-    if isinstance(data, dict) and "benchmarks" in data:
-        try:
-            return run_document(data, str(p))
-        except SchemaError as exc:
-            raise error(str(exc)) from None
-    boots = _boots_of(data, p)
-    if boots is None:
-        return run_document(data, str(p))  # refused in the reader's words
-    kind = "a list of results" if isinstance(data, list) else "a single BootResult"
-    raise error(f"{p}: {kind}, not the JSON of `pytest benchmarks/ --benchmark-json`")
-
-
-def _boots_of(data: Any, p: Path) -> list[BootResult] | None:
-    """A BootResult JSON or a list of them (``coldstart boot``, the log reader), typed;
-    None for anything else."""
-    single = isinstance(data, dict) and "benchmarks" not in data and "state" in data \
-        and "phases" in data
-    if not (single or isinstance(data, list)):
-        return None
-    return [_typed(BootResult, _rounds_known(d) if isinstance(d, dict) else d,
-                   str(p) if single else f"{p}[{i}]", "a BootResult")
-            for i, d in enumerate([data] if single else data)]
-
-
-def read_cells(path: str | Path) -> tuple[RunDocument | None, list[RunCell]]:
-    """A result document's cells; a BootResult JSON or a list of them (``coldstart boot``,
-    the log reader) reads as one cell per boot, with no document (None)."""
-    p = Path(path)
-    data = read_json(p)
-    boots = _boots_of(data, p)
-    if boots is not None:
-        cells = []
-        for r in boots:
-            axes = cell_axes(r)
-            cells.append(RunCell(cell_id(axes) or r.model, axes, r, [r]))
-        return None, cells
-    doc = run_document(data, str(p))
-    return doc, doc.cells()
-
-
-def read_results(path: str | Path, *, all_rounds: bool = False) -> list[BootResult]:
-    """Every boot in a result document, a BootResult JSON, or a list of them: each cell's
-    headline (median) round, or every round with ``all_rounds``.
-
-    Raises SchemaError when the file is missing, is not JSON, or does not hold this suite's
-    schema.
+    What pytest-benchmark's ``stats`` are made of, and what ``analysis.compare`` takes the
+    median of. A failed or skipped round has no time: it stays in ``extra_info.rounds`` (and
+    ``analysis.compare`` counts it as a failure or a skip), it never enters the statistics as
+    a duration. An entry without rounds (an older document) is its headline round.
     """
-    doc, cells = read_cells(path)
-    if doc is not None:
-        return doc.results(all_rounds=all_rounds)
-    return [c.headline for c in cells]
+    rounds = extra.get("rounds") or [extra]
+    return [float(r["wall_s"]) for r in rounds if isinstance(r, dict)
+            and r.get("state") == "measured" and r.get("wall_s") is not None]
 
 
-def write_run(doc: RunDocument | dict[str, Any], path: str | Path, *, indent: int = 2) -> None:
-    """Write a result document, checked against the models first (a writer's mistake fails
-    here, not in the reader of the file). The keys written are the ones given; a secret of
-    this process's environment, or one a text shows, is not (``harness.secrets``)."""
-    typed = doc if isinstance(doc, RunDocument) else run_document(doc, str(path))
-    data = scrub(typed.model_dump(mode="json", exclude_unset=True), environment_secrets())
-    Path(path).write_text(json.dumps(data, indent=indent, sort_keys=False) + "\n")
+def wall_stats(walls: list[float]):
+    """pytest-benchmark's own Stats object over ``walls`` (its fields, its quartile rules)."""
+    from pytest_benchmark.stats import Stats
+
+    stats = Stats()
+    for wall in walls:
+        stats.update(wall)
+    return stats
+
+
+def stats_of(walls: list[float], *, data: bool = True) -> dict[str, Any] | None:
+    """A cell's ``stats`` as pytest-benchmark writes them (its ``Stats`` fields, ``data``,
+    ``iterations``), over its measured rounds' ``walls``; None when no round was measured.
+
+    The one rule every writer of a document uses (``pytest benchmarks/``, gate and history,
+    ``analysis.merge``, ``benchmarks.compact``), so a cell's stats and its rounds never differ.
+    """
+    if not walls:
+        return None
+    stats = wall_stats(walls)
+    out = stats.as_dict()
+    if data:
+        out["data"] = list(stats.data)
+    out["iterations"] = 1  # one boot per round: what pedantic(iterations=1) records
+    return out
+
+
+def benchmark_entry(result: BootResult, *, name: str, params: dict[str, Any],
+                    rounds: list[BootResult] | None = None) -> dict[str, Any]:
+    """``Entry.of_cell`` as JSON: a cell of ``result`` (headline) and ``rounds``, for a
+    document built as JSON (test data, a hand-made document)."""
+    info = CellInfo.of_rounds(rounds or [result], headline=result)
+    return Entry.of_cell(info, name=name, params=params).as_json()
+
+
+def new_document(entries: list[dict[str, Any]] | None = None,
+                 unrecorded: list[BootResult] | None = None,
+                 machine_info: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``RunDocument.new`` as JSON, its ``entries`` as given (unchecked: a reader's test
+    may hand it what a reader must refuse)."""
+    doc = RunDocument.new(unrecorded=[UnrecordedCell.of(r) for r in unrecorded or []],
+                          machine_info=machine_info).as_json()
+    doc["benchmarks"] = list(entries or [])
+    return doc
