@@ -34,6 +34,7 @@ def check_run(doc: RunDocument, expected: Sequence[Cell], source: object,
     """``doc`` (read from ``source``, named in the lines) against the ``expected`` cells."""
     report = CheckReport()
     by_cell = {c.id: c.headline for c in doc.cells()}
+    failed_checks = {c.id: c.checks_failed for c in doc.cells() if c.checks_failed}
     for cell in expected:
         r = by_cell.get(cell.id)
         if r is None:
@@ -53,6 +54,11 @@ def check_run(doc: RunDocument, expected: Sequence[Cell], source: object,
                 report.problems.append(f"{cell.id}: measured, but no wall time")
             else:
                 line += f", ready in {r.wall_s:.1f} s"
+            # Its own line says so: a boot that was timed but failed its checks (the answer,
+            # the page cache's state) is not a measurement to read as one.
+            if cell.id in failed_checks:
+                line += f", but FAILED {len(failed_checks[cell.id])} check(s): " \
+                        + "; ".join(failed_checks[cell.id])
         else:
             line += f" ({r.reason})"
             if not allow_failed:

@@ -150,7 +150,8 @@ def test_a_first_round_that_cannot_boot_is_the_cells_record(tmp_path, first, sta
     ("warm_copy_raises", "keeping the compile cache as the warm cache: "
                          "OSError: [Errno 28] No space left on device"),
 ])
-def test_a_check_or_warm_copy_that_raises_keeps_the_measurement(tmp_path, fault, failure):
+def test_a_check_or_warm_copy_that_raises_keeps_the_measurement(tmp_path, capsys, fault,
+                                                                failure):
     proc, doc, record = _run(tmp_path, "measured", faults=fault)
     assert proc.returncode == 1, proc.stdout[-3000:]
     (entry,) = doc["benchmarks"]
@@ -159,8 +160,10 @@ def test_a_check_or_warm_copy_that_raises_keeps_the_measurement(tmp_path, fault,
     assert extra["phases"]["model_loading"] == 1.0
     assert extra["checks_failed"] == [failure]
     assert record["checks_failed"] == [failure] and record["result"]["state"] == "measured"
-    # and coldstart check does not take it for a good cell
+    # and coldstart check does not take it for a good cell, on the cell's own line too
     assert coldstart(["check", str(tmp_path / "out.json"), *ONE_CELL]) == 1
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(entry["param"])]
+    assert line.endswith(f"ready in 9.8 s, but FAILED 1 check(s): {failure}"), line
 
 
 def test_an_unreachable_storage_floor_skips_the_cell(tmp_path):
