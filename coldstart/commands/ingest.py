@@ -25,6 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the inputs are vLLM's start-up spans as exported: the "
                              "OpenTelemetry Collector's file exporter (OTLP JSON, JSON Lines) "
                              "or Jaeger's JSON")
+    parser.add_argument("--vllm-version", default=None, metavar="VERSION",
+                        help="with --spans: the vLLM release that exported them (spans do not "
+                             "say; picks that release's span names, else the newest mapping)")
+    parser.add_argument("--model", default=None,
+                        help="with --spans: the model the boots served (spans do not say; "
+                             "default: the file's name and the trace's number)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="result JSON to write")
 
 
@@ -34,10 +40,12 @@ def run(args: argparse.Namespace) -> int:
             if (why := unreadable(path)) is not None:
                 raise InputError(f"{path}: {why}")
         check_output(args.output, "-o")
-        document = ingest_spans(args.logs)
+        document = ingest_spans(args.logs, args.vllm_version, args.model)
         write_run(document, args.output)
         _wrote(document, args.output, "failed")
         return 0
+    if args.vllm_version or args.model:
+        raise InputError("--vllm-version and --model are for --spans: a log names its own")
     # Check every input, and where the output goes, before reading any: a typo costs nothing
     # and writes nothing. A file that is not a log would be a failed boot named after it.
     for path in args.logs:

@@ -30,9 +30,12 @@ def _platform(spans: list[SpanRecord]) -> str | None:
     return "cpu" if any(s.name.endswith("(CPU)") for s in spans) else None
 
 
-def span_boots(path: str | Path) -> tuple[list[BootResult], int]:
+def span_boots(path: str | Path, vllm_version: str | None = None, model: str | None = None
+               ) -> tuple[list[BootResult], int]:
     """The boots of an exported trace file, in the order they started, and the number of
-    traces that held no start-up span."""
+    traces that held no start-up span. vLLM's spans name neither its version nor the model:
+    ``vllm_version`` picks the span mapping of that release (else the newest) and is
+    recorded; ``model`` names the boots (else the file's stem and the trace's number)."""
     spans = read_span_file(path)
     traces: dict[str | None, list[SpanRecord]] = {}
     for s in spans:
@@ -48,7 +51,7 @@ def span_boots(path: str | Path) -> tuple[list[BootResult], int]:
                 boots[-1].evidence.spans = sorted([*kept, *group],
                                                   key=lambda s: (s.start_ns, s.name))
             continue
-        witnessed = spans_to_phases(group, None)
+        witnessed = spans_to_phases(group, vllm_version)
         phases = {p: witnessed.phases.get(p) for p in PHASE_NAMES}
         boot_spans = sorted(group, key=lambda s: (s.start_ns, s.name))
         measured = any(v is not None for v in phases.values())
@@ -56,7 +59,9 @@ def span_boots(path: str | Path) -> tuple[list[BootResult], int]:
             state="measured" if measured else "failed",
             error=None if measured else "no span of the six phases in this trace: names "
                                         + ", ".join(sorted({s.name for s in group})),
-            model=f"{Path(path).stem}-trace{i}", source="spans", source_path=str(path),
+            model=model or f"{Path(path).stem}-trace{i}", vllm_version=vllm_version,
+            vllm_version_source="given (--vllm-version)" if vllm_version else None,
+            source="spans", source_path=str(path),
             platform=_platform(group), phases=phases,
             subphases=dict(witnessed.subphases),
             phase_notes={p: n for p, n in witnessed.notes.items() if phases.get(p) is None},
