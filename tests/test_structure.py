@@ -117,7 +117,7 @@ def test_no_private_name_is_imported_from_another_module():
 PREFIXES = ("fit_", "report_", "log_", "matrix_", "matrixfile")
 # A leaf name two layers both use, and why that is not two meanings.
 SHARED_LEAVES = {
-    "__main__": "each package's program (python -m PACKAGE)",
+    "__main__": "coldstart's front door, and python -m analysis.fit, the README's kept form",
     "schema": "coldstart.commands.schema is the front door's `schema` verb, which prints "
               "harness.schema's models",
 }
