@@ -107,8 +107,9 @@ axes:
     assert check.returncode == 1 and "budget ready_s" in check.stdout + check.stderr
 
     # one fit per configuration: the two lengths are two configurations, neither with the
-    # models a fit needs (two at 512, one at 2048): the fit says so, summarizes the run (the
-    # length among the axes it compares) and names the run a fit needs
+    # models a fit needs (my-smol at each; the fixture's cell at 512 failed its budget and is
+    # left out, said so): the fit says so, summarizes the run (the length among the axes it
+    # compares) and names the run a fit needs
     from analysis.dataset import config_key, config_label
 
     labels = {config_label(config_key(r)) for r in read_results(out)}
@@ -119,9 +120,12 @@ axes:
                           str(tmp_path / "fit"), "--json", str(summary)], cwd=REPO,
                          capture_output=True, text=True, timeout=300)
     said = fit.stdout + fit.stderr
-    assert fit.returncode == 0 and "at most 2 models in one" in said, said[-2000:]
+    assert fit.returncode == 0 and "a fit needs at least 3" in said, said[-2000:]
+    assert f"left out, failed its checks: {out}: model=smollm2-135m-{base}-max_model_len=512: " \
+        "budget ready_s" in said, said[-2000:]
     assert "--matrix scaling" in fit.stdout.splitlines()[-1]
     fitted = json.loads(summary.read_text())
     assert fitted["groups"] == [] and len(fitted["not_fitted"]) == 2
+    assert [short["models"] for short in fitted["not_fitted"]] == [["my-smol"], ["my-smol"]]
     assert [{e["a"], e["b"]} for e in fitted["effects"]
             if e["axis"] == "max_model_len"] == [{"512", "2048"}]

@@ -9,7 +9,7 @@ from analysis.compare import compare_runs
 from coldstart.cli import check_output, progress_name
 
 # what its lines are named by when run is called without the front door
-PROG = "python -m coldstart compare"
+PROG = "coldstart compare"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

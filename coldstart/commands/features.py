@@ -14,7 +14,7 @@ from coldstart.cli import check_output, progress_name
 from coldstart.errors import FeatureError
 
 # what its lines are named by when run is called without the front door
-PROG = "python -m coldstart features"
+PROG = "coldstart features"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ from coldstart.errors import InputError, UsageError
 from harness.document import AXIS_OPTIONS, write_run
 
 # what its lines are named by when run is called without the front door
-PROG = "python -m coldstart merge"
+PROG = "coldstart merge"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ from coldstart.cli import check_output, progress_name
 from coldstart.errors import InputError, unreadable
 
 # what its lines are named by when run is called without the front door
-PROG = "python -m coldstart report"
+PROG = "coldstart report"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
