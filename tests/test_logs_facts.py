@@ -204,6 +204,22 @@ def test_the_platform_from_the_lines_that_name_it() -> None:
     assert result.evidence.facts["platform_from"].startswith("the lines that name it")
 
 
+def test_flashinfer_s_jit_is_cuda_and_the_v0_fallback_is_v0() -> None:
+    # https://github.com/vllm-project/vllm/pull/35289 (review): FlashInfer is built for CUDA
+    # alone; no platform line kept
+    flashinfer = _read("(EngineCore_DP0 pid=1329822) 2026-02-26 05:55:51,756 - INFO - "
+                       "autotuner.py:256 - flashinfer.jit: [Autotuner]: Autotuning process "
+                       "starts ...")
+    assert flashinfer.platform == "cuda"
+    # https://github.com/vllm-project/vllm/issues/20104 (comment): the V1 engine refuses the
+    # device and V0 is built instead
+    fallback = _read("""
+INFO 06-25 17:38:01 [__init__.py:239] Automatically detected platform cpu.
+WARNING 06-25 17:38:13 [arg_utils.py:1684] device type=cpu is not supported by the V1 Engine. Falling back to V0.
+""")
+    assert fallback.evidence.facts["engine"] == "v0"
+
+
 def test_a_platform_ruled_out_is_not_the_platform() -> None:
     # https://github.com/vllm-project/vllm/issues/17676: vLLM's DEBUG probe names each
     # platform it rules out
@@ -226,6 +242,26 @@ def test_tensor_parallel_at_least_from_rank_tags() -> None:
     # 032: "(VllmWorker rank=5 pid=3073)": six ranks at least (its thread: TP 8)
     assert read_log(PUBLIC / "032-v1-traceback-only-load.log").engine_config[
         "world_size_at_least"] == 6
+
+
+def test_rank_tags_with_more_parts_and_a_world_of_one() -> None:
+    # https://github.com/vllm-project/vllm/pull/27521 (turn 3): data, tensor and expert
+    # parallel ranks in one tag; the TP number ends at the next part, not at a word boundary
+    tagged = _read("\n".join(
+        f"(Worker_DP0_TP{n}_EP{n} pid={5015 + n}) INFO 10-24 13:23:34 [custom_all_reduce.py:216] "
+        "Registering 4355 cuda graph addresses" for n in (5, 2, 0, 7, 1)))
+    assert tagged.engine_config["tensor_parallel_size_at_least"] == 8
+    # https://github.com/vllm-project/vllm/pull/31740 (turn 9): a world of one rank
+    alone = _read("(EngineCore_DP0 pid=120) INFO 01-28 06:35:56 [parallel_state.py:1445] rank 0 "
+                  "in world size 1 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, "
+                  "EP rank 0")
+    assert alone.engine_config["tensor_parallel_size"] == 1
+    assert alone.engine_config["pipeline_parallel_size"] == 1
+    # a world of two says nothing of how it is split
+    two = _read("(EngineCore_DP0 pid=120) INFO 01-28 06:35:56 [parallel_state.py:1445] rank 0 "
+                "in world size 2 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, "
+                "EP rank 0")
+    assert "tensor_parallel_size" not in two.engine_config
 
 
 def test_the_manifest_parallel_sizes_hold() -> None:

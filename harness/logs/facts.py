@@ -20,8 +20,9 @@ __all__ = ["fact_value", "compile_disabled", "compile_cache_state", "engine_conf
 # Process tags that name a rank: "(Worker_TP1_PP0 pid=..)" and "(VllmWorker TP3 pid=..)"
 # (vLLM adds _TPn only where tensor parallelism is over 1, _PPn where pipeline parallelism
 # is), "(VllmWorker rank=3 pid=..)" and a traceback's "[rank3]:" (the global rank).
-_TP_TAG = re.compile(r"[_ ]TP(\d+)\b")
-_PP_TAG = re.compile(r"[_ ]PP(\d+)\b")
+# The number ends where the tag does or at the next part ("Worker_DP0_TP7_EP7").
+_TP_TAG = re.compile(r"[_ ]TP(\d+)(?=_[A-Z]+\d|\W|$)")
+_PP_TAG = re.compile(r"[_ ]PP(\d+)(?=_[A-Z]+\d|\W|$)")
 _RANK_TAG = re.compile(r"\brank=(\d+)\s+pid=|\[rank(\d+)\]:")
 
 
@@ -72,6 +73,10 @@ def engine_config(facts: dict[str, Any]) -> dict[str, Any]:
     if "cuda_graph_sizes" in facts:
         out["cudagraph_capture_sizes"] = facts["cuda_graph_sizes"]
         out["num_capture_sizes"] = len(facts["cuda_graph_sizes"])
+    # A world of one rank is one of each, whatever lines a paste left out.
+    if facts.get("world_size") == "1":
+        out.setdefault("tensor_parallel_size", 1)
+        out.setdefault("pipeline_parallel_size", 1)
     # Rank tags give a floor, not the size: a paste may leave the highest ranks out.
     for key, ranks, floor in (("tensor_parallel_size", "tp_ranks_seen", 2),
                               ("pipeline_parallel_size", "pp_ranks_seen", 2),

@@ -233,6 +233,14 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
                why="LLMEngine.__init__ of the V0 engine ('a V0 LLM engine' in 0.7.3 .. 0.10); "
                    "V1 says 'a V1 LLM engine'"),
     LogPattern("v1_engine", r"^Initializing a V1 LLM engine\b", "fact"),
+    LogPattern("v0_engine", r"is not supported by the V1 Engine\. Falling back to V0\b", "fact",
+               _V0, why="EngineArgs' fallback (0.8 .. 0.10: a device, model or option V1 did not "
+                        "support yet): the engine built after it is V0"),
+    # The world a rank joins: 1 is TP 1 and PP 1, whatever else a paste left out. V1's
+    # parallel_state ("rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, TP rank 0")
+    # and V0's worker ("world_size=1 rank=0 local_rank=0 distributed_init_method=...").
+    LogPattern("world_size", r"\brank \d+ in world size (?P<value>\d+) is assigned as\b", "fact"),
+    LogPattern("world_size", r"\bworld_size=(?P<value>\d+) rank=\d+ local_rank=\d+", "fact"),
     LogPattern("architecture", r"Resolved architecture: (?P<value>\w+)", "fact",
                why="the model class vLLM chose; it names hybrid (Mamba / SSM) models"),
     LogPattern("weights_gib", rf"Model loading took (?P<value>\d+(?:\.\d+)?) (?P<unit>{_MEM})",
@@ -327,7 +335,9 @@ PLATFORM_CLUES: tuple[tuple[str, str], ...] = (
     ("tpu", r"\btorch_xla\b|\btpu_inference\b|\blibtpu\b|[Cc]ompilation finished in (?:in )?"
             r"[\d.]+\s?\[secs\]|from storage to TPU"),
     # NVIDIA's cuda-python modules (FutureWarning "The cuda.cudart module is deprecated")
-    ("cuda", r"Confirmed CUDA platform is available|\bcuda\.(?:cudart|nvrtc|bindings)\b"),
+    # and FlashInfer's JIT and autotuner (vLLM builds FlashInfer for CUDA alone)
+    ("cuda", r"Confirmed CUDA platform is available|\bcuda\.(?:cudart|nvrtc|bindings)\b|"
+             r"\bflashinfer\.jit\b"),
 )
 # The platform a vLLM build's version names in its local label ("0.23.1.dev0+rocm7.15.0..",
 # "0.9.2.dev270+g167aca45c.xpu", "0.10.1+cu128", "0.8.5+cpu"): each dot-separated part of
