@@ -220,6 +220,29 @@ WARNING 06-25 17:38:13 [arg_utils.py:1684] device type=cpu is not supported by t
     assert fallback.evidence.facts["engine"] == "v0"
 
 
+def test_rocm_from_torch_s_hip_sources_and_xpu_from_its_kernels() -> None:
+    # https://github.com/vllm-project/vllm/issues/27706 (turn 9): a warning raised in torch's
+    # HIP sources, no platform line kept
+    rocm = _read("(EngineCore_DP0 pid=90) /usr/local/lib/python3.12/dist-packages/vllm/"
+                 "model_executor/layers/conv.py:220: UserWarning: Failed validator: GCN_ARCH_NAME "
+                 "(Triggered internally at /app/pytorch/aten/src/ATen/hip/tunable/Tunable.cpp:364.)")
+    assert rocm.platform == "rocm"
+    # https://github.com/SergiioB/intel-arc-pro-b70-inference-cookbook/issues/4 (turn 0)
+    xpu = _read("(EngineCore pid=316) WARNING 08-21 18:37:41 [topk_topp_sampler.py:300] xpu "
+                "kernel topk_topp_sampler does not support per-request generators. Falling back "
+                "to PyTorch-native implementation.")
+    assert xpu.platform == "xpu"
+
+
+def test_a_unit_with_a_progress_bar_glued_to_it() -> None:
+    # https://github.com/vllm-project/vllm/pull/36734 (turn 0): the bar's tail drawn over the
+    # end of the line
+    result = _read("(Worker_TP1 pid=149883) INFO 03-17 11:37:49 [weight_utils.py:574] Time spent "
+                   "downloading weights for Qwen/Qwen3.5-122B-A10B-GPTQ-Int4: 152.912391 "
+                   "seconds40G [00:20<00:00, 295MB/s]")
+    assert result.log_durations["download_weights_s"] == pytest.approx(152.912391)
+
+
 def test_a_platform_ruled_out_is_not_the_platform() -> None:
     # https://github.com/vllm-project/vllm/issues/17676: vLLM's DEBUG probe names each
     # platform it rules out
@@ -257,6 +280,13 @@ def test_rank_tags_with_more_parts_and_a_world_of_one() -> None:
                   "EP rank 0")
     assert alone.engine_config["tensor_parallel_size"] == 1
     assert alone.engine_config["pipeline_parallel_size"] == 1
+    # https://github.com/pytorch/pytorch/issues/170563 (turn 2): a world of two, two
+    # data-parallel engines: one TP rank each
+    dp = _read("""
+(EngineCore_DP0 pid=1078) INFO 12-23 07:36:32 [parallel_state.py:1418] rank 0 in world size 2 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, EP rank 0
+(EngineCore_DP1 pid=1081) WARNING 12-23 07:36:33 [__init__.py:204] min_p, logit_bias, and min_tokens parameters won't currently work with speculative decoding enabled.
+""")
+    assert dp.engine_config["tensor_parallel_size"] == 1
     # a world of two says nothing of how it is split
     two = _read("(EngineCore_DP0 pid=120) INFO 01-28 06:35:56 [parallel_state.py:1445] rank 0 "
                 "in world size 2 is assigned as DP rank 0, PP rank 0, PCP rank 0, TP rank 0, "
@@ -296,6 +326,23 @@ def test_a_crash_while_weights_load_is_in_model_loading() -> None:
                if note.startswith(schema.UNFINISHED_PREFIX)]
     assert running == ["model_loading"]
     assert result.phase_notes["framework_bootstrap"] == schema.NOT_IN_LOG
+
+
+def test_a_crash_after_dynamo_s_transform_is_in_torch_compile() -> None:
+    # https://github.com/vllm-project/vllm/issues/15329 (turn 0): V1 compiles inside the
+    # profiling run, so the frame (_initialize_kv_caches) does not tell the two apart; the
+    # compile had begun (Dynamo's transform) and no Inductor or total line ended it
+    result = _read("""
+INFO 03-22 09:49:56 [gpu_model_runner.py:1176] Model loading took 14.2717 GB and 3.493209 seconds
+INFO 03-22 09:50:03 [backends.py:409] Using cache directory: /root/.cache/vllm/torch_compile_cache/2bfc329985/rank_0_0 for vLLM's torch.compile
+INFO 03-22 09:50:03 [backends.py:419] Dynamo bytecode transform time: 7.09 s
+ERROR 03-22 09:50:04 [core.py:340] EngineCore hit an exception: Traceback (most recent call last):
+ERROR 03-22 09:50:04 [core.py:340]   File "/opt/conda/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 62, in __init__
+ERROR 03-22 09:50:04 [core.py:340]     num_gpu_blocks, num_cpu_blocks = self._initialize_kv_caches(
+ERROR 03-22 09:50:04 [core.py:340]   File "/opt/conda/lib/python3.10/site-packages/vllm/v1/engine/core.py", line 121, in _initialize_kv_caches
+""")
+    assert result.state == "failed"
+    assert result.evidence.facts["unfinished"]["phase"] == "torch_compile"
 
 
 def test_what_other_ranks_print_after_the_first_error_does_not_move_it() -> None:

@@ -286,7 +286,8 @@ def phases_reached(scan: LogScan, before: int | None = None) -> int:
 _STARTS: dict[str, tuple[str, ...]] = {
     "framework_bootstrap": (),
     "model_loading": ("model_loading_start",),
-    "torch_compile": ("compile_start", "warmup_start"),
+    # Dynamo's transform is a compile's first part (Inductor's lines or the total end it)
+    "torch_compile": ("compile_start", "warmup_start", "dynamo_transform_s"),
     "kv_cache_profiling": ("profile_start",),
     "cuda_graph_capture": ("kv_cache_sized", "capture_start"),
 }
@@ -321,14 +322,17 @@ def unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str 
     name = scan.facts.get("traceback_phase")
     if name is not None and not applies(name):
         name = None
-    if name is None:
-        phase_of = {key: phase for phase, keys in starts_of.items() for key in keys}
-        starts = [(i, phase_of[key]) for i, key in lines
-                  if key in phase_of and applies(phase_of[key])]
-        if starts:
-            at, phase = starts[-1]
-            if not any(i > at and key in _END_EVIDENCE[phase] for i, key in lines):
-                name = phase
+    phase_of = {key: phase for phase, keys in starts_of.items() for key in keys}
+    starts = [(i, phase_of[key]) for i, key in lines if key in phase_of and applies(phase_of[key])]
+    begun = None  # the last phase the log shows begin and not end
+    if starts:
+        at, phase = starts[-1]
+        if not any(i > at and key in _END_EVIDENCE[phase] for i, key in lines):
+            begun = phase
+    # V1 compiles inside the profiling run (_initialize_kv_caches -> profile_run): a frame of
+    # profiling does not tell the two apart where a compile had begun and not ended.
+    if name is None or (name == "kv_cache_profiling" and begun == "torch_compile"):
+        name = begun or name
     if name is None:
         compiles = any(k in scan.durations or k in scan.marks
                        for k in (*_END_EVIDENCE["torch_compile"], *_STARTS["torch_compile"]))

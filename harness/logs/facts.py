@@ -23,6 +23,7 @@ __all__ = ["fact_value", "compile_disabled", "compile_cache_state", "engine_conf
 # The number ends where the tag does or at the next part ("Worker_DP0_TP7_EP7").
 _TP_TAG = re.compile(r"[_ ]TP(\d+)(?=_[A-Z]+\d|\W|$)")
 _PP_TAG = re.compile(r"[_ ]PP(\d+)(?=_[A-Z]+\d|\W|$)")
+_DP_TAG = re.compile(r"[_ ]DP(\d+)(?=_[A-Z]+\d|\W|$)")
 _RANK_TAG = re.compile(r"\brank=(\d+)\s+pid=|\[rank(\d+)\]:")
 
 
@@ -73,8 +74,11 @@ def engine_config(facts: dict[str, Any]) -> dict[str, Any]:
     if "cuda_graph_sizes" in facts:
         out["cudagraph_capture_sizes"] = facts["cuda_graph_sizes"]
         out["num_capture_sizes"] = len(facts["cuda_graph_sizes"])
-    # A world of one rank is one of each, whatever lines a paste left out.
-    if facts.get("world_size") == "1":
+    # A world with no more ranks than the data-parallel engines seen ("rank 0 in world size 2
+    # is assigned as DP rank 0", V1 counting every engine's ranks; "(EngineCore_DP1 ...)") is
+    # one TP and one PP rank each, whatever lines a paste left out.
+    world = facts.get("world_size")
+    if world is not None and int(world) <= max(facts.get("dp_ranks_seen") or [0]) + 1:
         out.setdefault("tensor_parallel_size", 1)
         out.setdefault("pipeline_parallel_size", 1)
     # Rank tags give a floor, not the size: a paste may leave the highest ranks out.
@@ -88,13 +92,15 @@ def engine_config(facts: dict[str, Any]) -> dict[str, Any]:
 
 
 def parallel_ranks(prefixes: Iterable[str]) -> dict[str, list[int]]:
-    """The tensor-parallel, pipeline-parallel and global ranks the lines' process tags name
-    (``tp_ranks_seen``, ``pp_ranks_seen``, ``ranks_seen``), each where the log shows one."""
+    """The tensor-, pipeline- and data-parallel and global ranks the lines' process tags name
+    (``tp_ranks_seen``, ``pp_ranks_seen``, ``dp_ranks_seen``, ``ranks_seen``), each where the
+    log shows one."""
     seen: dict[str, set[int]] = {"tp_ranks_seen": set(), "pp_ranks_seen": set(),
-                                 "ranks_seen": set()}
+                                 "dp_ranks_seen": set(), "ranks_seen": set()}
     for prefix in prefixes:
         seen["tp_ranks_seen"].update(int(n) for n in _TP_TAG.findall(prefix))
         seen["pp_ranks_seen"].update(int(n) for n in _PP_TAG.findall(prefix))
+        seen["dp_ranks_seen"].update(int(n) for n in _DP_TAG.findall(prefix))
         seen["ranks_seen"].update(int(a or b) for a, b in _RANK_TAG.findall(prefix))
     return {key: sorted(ranks) for key, ranks in seen.items() if ranks}
 

@@ -43,8 +43,10 @@ class LogPattern:
 # Wording drifts between releases ("takes"/"took", "seconds"/"secs"/"s", "[tag] " prefixes);
 # the regexes accept every form seen, and are searched, so any prefix passes.
 _S = r"(?P<s>\d+(?:\.\d+)?)"
-# The unit is captured: harness.logs.normalise.seconds converts it (ms and min too).
-_SEC = r"\s?(?P<unit>ms|min(?:ute)?s?|s(?:ec(?:ond)?s?)?)\b"
+# The unit is captured: harness.logs.normalise.seconds converts it (ms and min too). It ends
+# where its letters do, not at a word boundary: a progress bar drawn over the same terminal
+# line can stand glued to it ("152.912391 seconds40G [00:20<00:00, 295MB/s]").
+_SEC = r"\s?(?P<unit>ms|min(?:ute)?s?|s(?:ec(?:ond)?s?)?)(?![A-Za-z_])"
 # vLLM's memory units: "GiB" from 0.8, "GB" (and 0.5.3's "MB") before, both binary.
 _MEM = r"(?:GiB|GB|MiB|MB)"
 _TOOK = r"(?:took|takes)"
@@ -326,11 +328,14 @@ PLATFORM_CLUES: tuple[tuple[str, str], ...] = (
     # HPU attention backends ("Using HPUAttentionV1 backend")
     ("hpu", r"\bhabana(?:_frameworks|labs)?\b|\bvllm[_-]gaudi\b|\bgaudi\d?\b|"
             r"\bHPU\w*(?:Worker|ModelRunner|Attention)"),
-    ("xpu", r"\bintel_extension_for_pytorch\b|\bXPU\w*(?:Worker|ModelRunner)"),
+    # and vLLM's XPU kernels naming themselves ("xpu kernel topk_topp_sampler does not ...")
+    ("xpu", r"\bintel_extension_for_pytorch\b|\bXPU\w*(?:Worker|ModelRunner)|\bxpu kernel\b"),
     # ROCm's own libraries (torch's "Attempting to use hipBLASLt on an unsupported
     # architecture") and AMD's GPU architecture names (gfx90a, gfx1030, gfx1151)
     ("rocm", r"^\[aiter\]|\bROCm\w*(?:Backend|FlashAttention)|\baiter\b.*\.so\b|"
-             r"\bhip(?:BLASLt|blas(?:lt)?|SPARSELt)\b|\bMIOpen\b|\bgfx\d{2,4}[a-z]?\b"),
+             r"\bhip(?:BLASLt|blas(?:lt)?|SPARSELt)\b|\bMIOpen\b|\bgfx\d{2,4}[a-z]?\b|"
+             # a warning raised in torch's HIP sources (ROCm builds of torch alone have them)
+             r"/ATen/hip/"),
     # the TPU runners' own wording: the XLA precompile's "[secs]", the load "to TPU"
     ("tpu", r"\btorch_xla\b|\btpu_inference\b|\blibtpu\b|[Cc]ompilation finished in (?:in )?"
             r"[\d.]+\s?\[secs\]|from storage to TPU"),
