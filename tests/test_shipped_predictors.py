@@ -64,24 +64,25 @@ def test_regenerating_gives_the_committed_files(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", list(RECIPES))
 def test_each_file_says_where_it_came_from(name: str) -> None:
-    doc = load_predictor(shipped_file(name))
-    prov = doc["provenance"]
+    predictor = load_predictor(shipped_file(name))
+    prov = predictor.provenance
     assert prov["name"] == name and re.fullmatch(r"\d{4}-\d\d-\d\d", prov["fitted"])
     assert prov["command"].startswith("python -m analysis.fit ")
     for p in prov["inputs"]:
         assert (REPO_ROOT / p).exists() and p in prov["command"], p
-    assert prov["vllm_version"] == sorted({g["key"]["vllm_version"] for g in doc["groups"]})
+    assert prov["vllm_version"] == sorted({g.key["vllm_version"] for g in predictor.groups})
     if name.startswith("study-"):
         assert "Breaking the Ice" in prov["data"] and prov["vllm_version"] == ["0.10.1.1"]
-        node = STUDY_NODES[doc["machine"]["node"]]
-        assert (doc["machine"]["gpu"], doc["machine"]["cpu"]) == (node["gpu"], node["cpu"])
+        machine = predictor.machine
+        node = STUDY_NODES[machine["node"]]
+        assert (machine["gpu"], machine["cpu"]) == (node["gpu"], node["cpu"])
     else:  # the CPU run's own machine_info: no GPU
-        assert doc["machine"]["cpu"] and "gpu" not in doc["machine"]
-        assert [g["key"]["platform"] for g in doc["groups"]] == ["cpu"]
+        assert predictor.machine["cpu"] and "gpu" not in predictor.machine
+        assert [g.key["platform"] for g in predictor.groups] == ["cpu"]
 
 
 def test_the_three_study_machines_are_the_studys_nodes() -> None:
-    gpus = {name: load_predictor(shipped_file(name))["machine"]
+    gpus = {name: load_predictor(shipped_file(name)).machine
             for name in ("study-h100-nvl", "study-l40s", "study-h100-xeon")}
     assert {n: (m["node"], m["gpu"]) for n, m in gpus.items()} == {
         "study-h100-nvl": ("n1", "H100 NVL"), "study-l40s": ("n2", "L40S"),
@@ -192,8 +193,8 @@ def test_list_fits_names_every_shipped_predictor() -> None:
     for name in shipped_names():
         if name in ALIASES:
             continue
-        for group in load_predictor(shipped_file(name))["groups"]:
-            cache = group["key"]["compile_cache"]
+        for group in load_predictor(shipped_file(name)).groups:
+            cache = group.key["compile_cache"]
             assert f"compile_cache={cache}" in by_name[name], (name, by_name[name])
     # the study's boots reused their compile caches; the CPU scaling run compiled afresh
     assert "compile_cache=warm" in by_name["study-h100-nvl"]
