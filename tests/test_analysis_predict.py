@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis.predictor_file import PredictorFile, PredictorGroup, load_predictor
+from analysis.predictor_file import (
+    PredictorFile,
+    PredictorGroup,
+    load_predictor,
+    write_predictor,
+)
 from analysis.study import STUDY_HOLDOUT, read_study
 from coldstart.__main__ import main as coldstart
 
@@ -239,6 +244,9 @@ def test_version_1_files_are_still_read(fitted: dict, tmp_path: Path) -> None:
     assert group.train_traits is None and group.split == {}
     assert group.phases["model_loading"].coefficients == \
         old["groups"][0]["phases"]["model_loading"]["coefficients"]
+    # rewritten (coldstart calibrate), it still says it predates the training models' traits
+    again = write_predictor(load_predictor(tmp_path / "v1.json"), tmp_path / "again.json")
+    assert "train_traits" not in json.loads(again.read_text())["groups"][0]
 
 
 @pytest.mark.parametrize("item, words", [

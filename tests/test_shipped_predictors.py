@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.predictor_file import load_predictor
+from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictors import ALIASES, PACKAGE_DIR, shipped_file, shipped_names
 from analysis.predictors.build import RECIPES, REPO_ROOT, build_all
 from analysis.study import STUDY_NODES, read_study
@@ -79,6 +79,22 @@ def test_each_file_says_where_it_came_from(name: str) -> None:
     else:  # the CPU run's own machine_info: no GPU
         assert predictor.machine["cpu"] and "gpu" not in predictor.machine
         assert [g.key["platform"] for g in predictor.groups] == ["cpu"]
+
+
+@pytest.mark.parametrize("name", list(RECIPES))
+def test_a_file_read_and_written_again_is_the_same_bytes(name: str, tmp_path: Path) -> None:
+    """The typed predictor the reader gives, written: no key added, dropped or moved, no
+    number written otherwise (coldstart calibrate rewrites a file so)."""
+    path = shipped_file(name)
+    again = write_predictor(load_predictor(path), tmp_path / path.name)
+    assert again.read_bytes() == path.read_bytes()
+
+
+def test_a_later_writers_key_is_kept_when_a_file_is_rewritten(tmp_path: Path) -> None:
+    doc = json.loads(shipped_file("cpu-scaling").read_text()) | {"made_by": {"release": "9"}}
+    (tmp_path / "later.json").write_text(json.dumps(doc))
+    again = write_predictor(load_predictor(tmp_path / "later.json"), tmp_path / "again.json")
+    assert json.loads(again.read_text())["made_by"] == {"release": "9"}
 
 
 def test_the_three_study_machines_are_the_studys_nodes() -> None:
