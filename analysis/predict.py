@@ -30,7 +30,8 @@ from pydantic import ValidationError
 from analysis.dataset import config_label
 from analysis.features.hf_config import TORCH_DTYPE_BYTES
 from analysis.features.model_features import ModelFeatures, feature_value, trait_kind
-from analysis.regression import PhaseModel, Prediction, combine_predictions
+from analysis.predictor_file import PredictorFile, PredictorGroup
+from analysis.regression import Prediction, combine_predictions
 from analysis.storage import uses_load_bandwidth, with_load_bandwidth
 from coldstart.errors import InputError
 from harness.schema import validation_summary
@@ -40,14 +41,14 @@ __all__ = ["predict_features", "split_phases", "choose_group",
 
 
 
-def choose_group(doc: dict[str, Any], wanted: dict[str, str | None]) -> dict[str, Any]:
+def choose_group(predictor: PredictorFile, wanted: dict[str, str | None]) -> PredictorGroup:
     """The configuration matching every given field; refuses an ambiguous choice."""
     given = {k: v for k, v in wanted.items() if v is not None}
-    matches = [g for g in doc["groups"]
-               if all(str(g["key"].get(k)) == str(v) for k, v in given.items())]
+    matches = [g for g in predictor.groups
+               if all(str(g.key.get(k)) == str(v) for k, v in given.items())]
     if len(matches) == 1:
         return matches[0]
-    options = "; ".join(config_label(g["key"]) for g in doc["groups"])
+    options = "; ".join(config_label(g.key) for g in predictor.groups)
     if not matches:
         raise InputError(f"no fitted configuration matches {config_label(given)}; "
                          f"the predictor has: {options}")
@@ -55,46 +56,45 @@ def choose_group(doc: dict[str, Any], wanted: dict[str, str | None]) -> dict[str
                      f"--compile-cache / ... / --axis NAME=VALUE: {options}")
 
 
-def predict_features(group: dict[str, Any], features: ModelFeatures,
+def predict_features(group: PredictorGroup, features: ModelFeatures,
                      alpha: float = 0.05) -> tuple[dict[str, Prediction], Prediction]:
     """Per-phase (and fitted sub-phase) and total predictions of one configuration.
 
     The total sums every entry of the group; a phase fitted as its sub-phases
-    (``group["split"]``) is in it through them (see ``split_phases``).
+    (``group.split``) is in it through them (see ``split_phases``).
     """
     parts = {}
-    for name, raw in group["phases"].items():
-        model = PhaseModel.model_validate(raw)
+    for name, model in group.phases.items():
         x = None if model.feature is None else feature_value(features, model.feature)
         parts[name] = model.predict(x, alpha)
     return parts, combine_predictions(list(parts.values()), alpha)
 
 
-def storage_span(group: dict[str, Any], features: ModelFeatures,
+def storage_span(group: PredictorGroup, features: ModelFeatures,
                  alpha: float = 0.05) -> dict[str, float] | None:
     """The total at the slowest and at the fastest storage the training boots had: what
     the assumed (median) bandwidth hides: the study's cached granite4.0-h files loaded at
     7.9 GB/s, its other models at about 0.55 (``analysis.storage``). None when no line is on
     the bandwidth or the predictor records no range."""
-    known = group.get("load_bandwidth")
-    if not uses_load_bandwidth(group) or not known:
+    known = group.load_bandwidth
+    if not uses_load_bandwidth(group) or known is None:
         return None
-    slow, fast = known["min_bytes_per_s"], known["max_bytes_per_s"]
+    slow, fast = known.min_bytes_per_s, known.max_bytes_per_s
     totals = [predict_features(group, with_load_bandwidth(features, bw), alpha)[1].mean_s
               for bw in (slow, fast)]
     return {"slowest_gbps": slow / 1e9, "total_at_slowest_s": totals[0],
             "fastest_gbps": fast / 1e9, "total_at_fastest_s": totals[1]}
 
 
-def split_phases(group: dict[str, Any], parts: dict[str, Prediction],
+def split_phases(group: PredictorGroup, parts: dict[str, Prediction],
                  alpha: float = 0.05) -> dict[str, Prediction]:
     """Each phase fitted as the sum of its sub-phases: that sum and its interval."""
     return {phase: combine_predictions([parts[s] for s in subs], alpha)
-            for phase, subs in (group.get("split") or {}).items()
+            for phase, subs in group.split.items()
             if all(s in parts for s in subs)}
 
 
-def domain_warnings(group: dict[str, Any], features: ModelFeatures) -> dict[str, list[str]]:
+def domain_warnings(group: PredictorGroup, features: ModelFeatures) -> dict[str, list[str]]:
     """Where the fitted lines may not describe this model, by fitted entry ("total": all).
 
     A model of a kind (MoE, hybrid Mamba, quantized) that no training model was, or whose
@@ -102,18 +102,17 @@ def domain_warnings(group: dict[str, Any], features: ModelFeatures) -> dict[str,
     lines that were fitted without its kind: the interval does not cover that. Predictor
     files without ``train_traits`` (written before it existed) give no warnings.
     """
-    if "train_traits" not in group:
+    if group.train_traits is None:
         return {}
     out: dict[str, list[str]] = {}
     for kind in dict.fromkeys(features.trait_kinds()):
-        members = [m for m, traits in group["train_traits"].items()
+        members = [m for m, traits in group.train_traits.items()
                    if kind in (trait_kind(t) for t in traits)]
         if not members:
             out.setdefault("total", []).append(f"no {kind} model among the training models")
             continue
-        for name, raw in group["phases"].items():
-            outliers = raw.get("outliers") or {}
-            if raw.get("status") == "fit" and all(m in outliers for m in members):
+        for name, model in group.phases.items():
+            if model.status == "fit" and all(m in model.outliers for m in members):
                 out.setdefault(name, []).append(
                     f"its {kind} training models were outliers of this line "
                     f"({', '.join(members)})")
@@ -182,25 +181,25 @@ def apply_overrides(features: ModelFeatures, items: list[str]) -> ModelFeatures:
         raise InputError(f"--set: {validation_summary(exc)}") from exc
 
 
-def prediction_json(features: ModelFeatures, group: dict[str, Any], parts: dict[str, Prediction],
+def prediction_json(features: ModelFeatures, group: PredictorGroup, parts: dict[str, Prediction],
              total: Prediction, level: float) -> dict[str, Any]:
     sums = split_phases(group, parts, 1 - level)
     warnings = domain_warnings(group, features)
     phases = {p: {"predicted_s": v.mean_s, "low_s": v.low_s, "high_s": v.high_s,
-                  "feature": group["phases"][p].get("feature"),
-                  "status": group["phases"][p].get("status"),
+                  "feature": group.phases[p].feature,
+                  "status": group.phases[p].status,
                   "extrapolated": v.extrapolated,
                   "warnings": warnings.get(p, [])} for p, v in parts.items()}
     for p, v in sums.items():
         phases[p] = {"predicted_s": v.mean_s, "low_s": v.low_s, "high_s": v.high_s,
                      "feature": None, "status": "sum of sub-phases",
-                     "subphases": group["split"][p], "extrapolated": v.extrapolated,
-                     "warnings": [w for sub in group["split"][p] for w in warnings.get(sub, [])]}
+                     "subphases": group.split[p], "extrapolated": v.extrapolated,
+                     "warnings": [w for sub in group.split[p] for w in warnings.get(sub, [])]}
     return {
         "model": features.model,
-        "config": group["key"],
+        "config": group.key,
         "interval_level": level,
-        "total_measured_as": group.get("measured_total"),
+        "total_measured_as": group.measured_total,
         "phases": phases,
         "total": {"predicted_s": total.mean_s, "low_s": total.low_s, "high_s": total.high_s,
                   "extrapolated": total.extrapolated, "warnings": warnings.get("total", [])},

@@ -20,15 +20,31 @@ from analysis.features.model_features import ModelFeatures, feature_parts
 from analysis.regression import PhaseModel
 from harness.schema import SchemaError, read_json, validation_summary
 
-__all__ = ["PredictorFile", "PredictorGroup", "SUPPORTED_PREDICTOR_VERSIONS",
-           "SUPPORTED_PREDICTOR_VERSION", "load_predictor", "write_predictor"]
+__all__ = ["LoadBandwidth", "PredictorFile", "PredictorGroup", "SUPPORTED_PREDICTOR_VERSIONS",
+           "SUPPORTED_PREDICTOR_VERSION", "load_predictor", "predictor_json", "write_predictor"]
 
 SUPPORTED_PREDICTOR_VERSIONS = (1, 2, 3)
 SUPPORTED_PREDICTOR_VERSION = max(SUPPORTED_PREDICTOR_VERSIONS)
 
 
+class LoadBandwidth(BaseModel):
+    """The training boots' weight-loading bandwidth (``analysis.storage.training_bandwidth``,
+    or the reference boots' in a calibrated file): what a line on the bandwidth assumes when
+    the operator gives none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    median_bytes_per_s: float
+    min_bytes_per_s: float
+    max_bytes_per_s: float
+    n: int  # the boots that measured one
+
+
 class PredictorGroup(BaseModel):
-    """One configuration of a predictor file (``analysis.fit.predictor_document``)."""
+    """One configuration of a predictor file (``analysis.fit.predictor_document``).
+
+    The fields stand in the order the file holds them (``write_predictor`` writes them so).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -38,12 +54,14 @@ class PredictorGroup(BaseModel):
     measured_total: Literal["wall_s", "phase_sum"] | None = None
     phases: dict[str, PhaseModel]
     split: dict[str, list[str]] = Field(default_factory=dict)
-    train_traits: dict[str, list[str]] | None = None  # absent in files written before it
-    load_bandwidth: dict[str, float] | None = None  # analysis.storage.training_bandwidth
+    load_bandwidth: LoadBandwidth | None = None  # absent in files before version 3
     # How the training models' measured-or-estimated features were made, where that has more
     # than one way ({"compiled_graph_bytes": "estimated" | "index" | "all_files" | "study" |
     # "mixed"}): a model predicted gets the same (analysis.features.sources.like_training).
     feature_methods: dict[str, str] | None = None
+    # The training models' traits (ModelFeatures.traits), so predict can say when a model is
+    # of a kind the lines did not describe; None: a file written before it (no warnings).
+    train_traits: dict[str, list[str]] | None = None
 
 
 class PredictorFile(BaseModel):
@@ -97,21 +115,19 @@ def _phase_problem(m: PhaseModel) -> str | None:
     return None
 
 
-def load_predictor(path: str | Path) -> dict[str, Any]:
+def load_predictor(path: str | Path) -> PredictorFile:
     """Read and check a predictor file (the one reader: ``analysis.predict``, ``coldstart
     calibrate``, the shipped files' list and build).
 
     Every group is validated (``PredictorGroup``, ``PhaseModel``) and every fitted phase's
     coefficients and covariance checked for shape, so a damaged or hand-edited file is a
-    ``SchemaError`` here, never a numpy error at prediction time. The groups come back as
-    the validated models' plain dicts.
+    ``SchemaError`` here, never a numpy error at prediction time.
     """
     return _checked(read_json(Path(path)), str(path))
 
 
-def _checked(doc: Any, p: str) -> dict[str, Any]:
-    """``doc`` as a predictor file, its groups the validated models' plain dicts; or a
-    ``SchemaError`` naming ``p`` and what is wrong."""
+def _checked(doc: Any, p: str) -> PredictorFile:
+    """``doc`` as a predictor file; or a ``SchemaError`` naming ``p`` and what is wrong."""
     if not isinstance(doc, dict) or "predictor_schema_version" not in doc:
         raise SchemaError(f"{p}: no predictor_schema_version: not a predictor file of analysis.fit")
     version = doc["predictor_schema_version"]
@@ -148,22 +164,35 @@ def _checked(doc: Any, p: str) -> dict[str, Any]:
             if not subs or lacking:
                 raise SchemaError(f"{where}: split {phase}: sub-phases {lacking or subs} "
                                   "not among its phases")
-        out = group.model_dump(mode="json")
-        if group.train_traits is None:
-            out.pop("train_traits")  # so domain_warnings knows the file predates them
-        checked.append(out)
+        checked.append(group)
     try:
         PredictorFile.model_validate({**doc, "groups": groups})
     except ValidationError as exc:
         raise SchemaError(f"{p}: {validation_summary(exc)}") from exc
-    return {**doc, "groups": checked}
+    # The groups validated above (already models: not validated again).
+    return PredictorFile.model_validate({**doc, "groups": checked})
 
 
-def write_predictor(doc: dict[str, Any], path: str | Path) -> Path:
+def predictor_json(predictor: PredictorFile) -> dict[str, Any]:
+    """``predictor`` as the file holds it: the file's keys that were given (read from a file
+    or set by its writer; a later writer's too), in the fields' order; every group whole,
+    its phases as ``PhaseModel`` dumps, but ``train_traits`` where a file predating it has
+    none."""
+    # Python, not JSON, mode at the top: machine, provenance and calibration are written as
+    # their writers made them (a JSON dump would make an inf or a nan null).
+    doc = predictor.model_dump(exclude_unset=True)
+    doc["groups"] = [group.model_dump(mode="json", exclude={"train_traits"}
+                                      if group.train_traits is None else None)
+                     for group in predictor.groups]
+    return doc
+
+
+def write_predictor(predictor: PredictorFile, path: str | Path) -> Path:
     """Write a predictor file (the one writer: ``analysis.fit``, the shipped files' build,
     ``coldstart calibrate``), checked as ``load_predictor`` will check it: a writer's mistake
     fails here, not in a later ``predict``."""
     path = Path(path)
+    doc = predictor_json(predictor)
     _checked(doc, str(path))
     path.write_text(json.dumps(doc, indent=2) + "\n")
     return path

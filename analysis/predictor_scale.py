@@ -23,7 +23,6 @@ what a predictor file is calibrated to.
 
 from __future__ import annotations
 
-import copy
 import math
 from datetime import datetime, timezone
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from analysis.features.model_features import ModelFeatures, feature_value
 from analysis.features.sources import like_training
 from analysis.predict import predict_features
+from analysis.predictor_file import LoadBandwidth, PredictorFile, PredictorGroup
 from analysis.regression import PhaseModel
 from analysis.storage import (
     boot_load_bandwidth,
@@ -56,7 +56,7 @@ def measured_value(boot: Any, name: str) -> float | None:
     return (boot.phases or {}).get(name)
 
 
-def _on_this_machine(group: dict[str, Any], boot: Any,
+def _on_this_machine(group: PredictorGroup, boot: Any,
                     features: ModelFeatures) -> tuple[ModelFeatures, float | None]:
     """The reference's features as the training models' were made (``like_training``), at
     the bandwidth its boot loaded at (else the group's)."""
@@ -89,20 +89,19 @@ def _line_scales(model: PhaseModel, xs: list[float | None],
     return intercept, slope
 
 
-def _rescaled(raw: dict[str, Any], intercept: float, slope: float) -> dict[str, Any]:
-    model = PhaseModel.model_validate(raw)
+def _rescaled(model: PhaseModel, intercept: float, slope: float) -> PhaseModel:
     scales = [intercept, slope][:len(model.coefficients)]
     return model.model_copy(update={
         "coefficients": [c * k for c, k in zip(model.coefficients, scales)],
         "covariance": [[v * scales[i] * scales[j] for j, v in enumerate(row)]
                        for i, row in enumerate(model.covariance)],
         "residual_variance_s2": model.residual_variance_s2 * max(scales) ** 2,
-    }).model_dump(mode="json")
+    })
 
 
-def calibrate_group(group: dict[str, Any], boot: Any, features: ModelFeatures,
+def calibrate_group(group: PredictorGroup, boot: Any, features: ModelFeatures,
                     second: tuple[Any, ModelFeatures] | None = None
-                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+                    ) -> tuple[PredictorGroup, dict[str, Any]]:
     """``group`` scaled to the machine ``boot`` ran on; and what was measured, predicted and
     scaled, by entry.
 
@@ -112,14 +111,14 @@ def calibrate_group(group: dict[str, Any], boot: Any, features: ModelFeatures,
     boots' values: a machine that imports 1.5x slower but compiles each layer 2.5x slower
     predicts a large model by both. Other entries take the ratio of the two boots' sums.
     """
-    group = copy.deepcopy(group)
     refs = [(boot, features)] + ([second] if second is not None else [])
     placed = [_on_this_machine(group, b, f) for b, f in refs]
     bandwidths = [bw for _, bw in placed if bw is not None]
     if bandwidths and uses_load_bandwidth(group):
-        group["load_bandwidth"] = {"median_bytes_per_s": sorted(bandwidths)[len(bandwidths) // 2],
-                                   "min_bytes_per_s": min(bandwidths),
-                                   "max_bytes_per_s": max(bandwidths), "n": len(bandwidths)}
+        group = group.model_copy(update={"load_bandwidth": LoadBandwidth(
+            median_bytes_per_s=sorted(bandwidths)[len(bandwidths) // 2],
+            min_bytes_per_s=min(bandwidths), max_bytes_per_s=max(bandwidths),
+            n=len(bandwidths))})
     predictions = [predict_features(group, f) for f, _ in placed]
     walls = [b.wall_s for b, _ in refs]
     totals = [total.mean_s for _, total in predictions]
@@ -127,8 +126,9 @@ def calibrate_group(group: dict[str, Any], boot: Any, features: ModelFeatures,
     record: dict[str, Any] = {"whole_boot": {"measured_s": walls[0] if len(refs) == 1 else walls,
                                              "predicted_s": totals[0] if len(refs) == 1
                                              else totals, "scale": whole}}
+    phases = dict(group.phases)
     for name in predictions[0][0]:
-        model = PhaseModel.model_validate(group["phases"][name])
+        model = group.phases[name]
         measured = [measured_value(b, name) for b, _ in refs]
         predicted = [parts[name].mean_s for parts, _ in predictions]
         known = [m for m in measured if m is not None and math.isfinite(m)]
@@ -137,38 +137,36 @@ def calibrate_group(group: dict[str, Any], boot: Any, features: ModelFeatures,
                                       else None for f, _ in placed], known)
                  if own and len(refs) == 2 and model.status == "fit" else None)
         if apart is not None:
-            group["phases"][name] = _rescaled(group["phases"][name], *apart)
+            phases[name] = _rescaled(model, *apart)
             record[name] = {"measured_s": measured, "predicted_s": predicted,
                             "scale": apart[1], "intercept_scale": apart[0],
                             "from": "both boots, intercept and slope apart"}
             continue
         scale = sum(known) / sum(predicted) if own else whole
         if model.status == "fit":
-            group["phases"][name] = _rescaled(group["phases"][name], scale, scale)
+            phases[name] = _rescaled(model, scale, scale)
         one = len(refs) == 1
         record[name] = {"measured_s": measured[0] if one else measured,
                         "predicted_s": predicted[0] if one else predicted, "scale": scale,
                         "from": ("its own" if one else "both boots' sum") if own
                         else "the whole boot"}
-    return group, record
+    return group.model_copy(update={"phases": phases}), record
 
 
-def calibrate_predictor(doc: dict[str, Any], group: dict[str, Any], boot: Any,
+def calibrate_predictor(predictor: PredictorFile, group: PredictorGroup, boot: Any,
                         features: ModelFeatures, machine: dict[str, Any],
-                        second: tuple[Any, ModelFeatures] | None = None) -> dict[str, Any]:
-    """A predictor document holding ``group`` calibrated to ``machine`` (the machine ``boot``
+                        second: tuple[Any, ModelFeatures] | None = None) -> PredictorFile:
+    """``predictor`` holding ``group`` alone, calibrated to ``machine`` (the machine ``boot``
     ran on), recording both machines and the ratios."""
     calibrated, record = calibrate_group(group, boot, features, second)
-    out = {k: v for k, v in doc.items() if k != "groups"}
-    out["groups"] = [calibrated]
-    out["machine"] = machine
-    out["calibration"] = {
-        "fitted_on": doc.get("machine"), "machine": machine, "reference_model": boot.model,
+    calibration = {
+        "fitted_on": predictor.machine, "machine": machine, "reference_model": boot.model,
         "second_reference_model": second[0].model if second is not None else None,
         "reference_cell": {k: getattr(boot, k) for k in ("loader", "compile_cache",
                                                           "page_cache", "entrypoint")},
         "scales": record, "min_phase_s": MIN_PHASE_S,
         "calibrated_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "previous": doc.get("calibration"),
+        "previous": predictor.calibration,
     }
-    return out
+    return predictor.model_copy(update={"groups": [calibrated], "machine": machine,
+                                        "calibration": calibration})

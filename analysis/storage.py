@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from analysis.features.model_features import ModelFeatures, feature_parts
+from analysis.predictor_file import LoadBandwidth, PredictorGroup
 from coldstart.errors import InputError
 
 __all__ = ["LOAD_BANDWIDTH_FEATURE", "boot_load_bandwidth", "predicted_storage",
@@ -64,25 +65,24 @@ def with_load_bandwidth(features: ModelFeatures, bandwidth: float | None) -> Mod
     return features.model_copy(update={"load_bandwidth": bandwidth})
 
 
-def training_bandwidth(features: Iterable[ModelFeatures]) -> dict[str, Any] | None:
+def training_bandwidth(features: Iterable[ModelFeatures]) -> LoadBandwidth | None:
     """The training boots' load bandwidths: median, range and count (bytes per second),
     what a prediction assumes when the operator gives none; None when no boot measured one."""
     values = [f.load_bandwidth for f in features if f.load_bandwidth is not None]
     if not values:
         return None
-    return {"median_bytes_per_s": float(statistics.median(values)),
-            "min_bytes_per_s": float(min(values)), "max_bytes_per_s": float(max(values)),
-            "n": len(values)}
+    return LoadBandwidth(median_bytes_per_s=float(statistics.median(values)),
+                         min_bytes_per_s=float(min(values)), max_bytes_per_s=float(max(values)),
+                         n=len(values))
 
 
-def uses_load_bandwidth(group: dict[str, Any]) -> bool:
+def uses_load_bandwidth(group: PredictorGroup) -> bool:
     """Whether a predictor group (``analysis.predict``) has a fitted line on the bandwidth."""
-    return any(raw.get("status") == "fit" and raw.get("feature")
-               and "load_bandwidth" in feature_parts(raw["feature"])
-               for raw in group["phases"].values())
+    return any(m.status == "fit" and m.feature and "load_bandwidth" in feature_parts(m.feature)
+               for m in group.phases.values())
 
 
-def predicted_storage(group: dict[str, Any], features: ModelFeatures,
+def predicted_storage(group: PredictorGroup, features: ModelFeatures,
                       load_gbps: float | None) -> tuple[ModelFeatures, str | None]:
     """The features a prediction uses, with the storage it assumes, and the line saying so.
 
@@ -105,13 +105,13 @@ def predicted_storage(group: dict[str, Any], features: ModelFeatures,
     if features.load_bandwidth is not None:
         return features, (f"load bandwidth: {features.load_bandwidth / 1e9:.3g} GB/s (from "
                           "the model's features)")
-    known = group.get("load_bandwidth")
-    if not known:
+    known = group.load_bandwidth
+    if known is None:
         raise InputError("the model_loading line is fitted on the load bandwidth and the "
                          "predictor records none: give your storage's with --load-gbps GBPS")
-    median = known["median_bytes_per_s"]
+    median = known.median_bytes_per_s
     return (with_load_bandwidth(features, median),
-            f"load bandwidth: {median / 1e9:.3g} GB/s, the median of the {int(known['n'])} "
-            f"training boots ({known['min_bytes_per_s'] / 1e9:.3g}-"
-            f"{known['max_bytes_per_s'] / 1e9:.3g} GB/s); give your storage's with "
+            f"load bandwidth: {median / 1e9:.3g} GB/s, the median of the {known.n} "
+            f"training boots ({known.min_bytes_per_s / 1e9:.3g}-"
+            f"{known.max_bytes_per_s / 1e9:.3g} GB/s); give your storage's with "
             "--load-gbps GBPS (a page cache holding the files loads far faster)")

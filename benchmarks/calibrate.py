@@ -17,6 +17,7 @@ from typing import Any
 
 from analysis.dataset import info_identity
 from analysis.features.model_folder import boot_features
+from analysis.predictor_file import PredictorFile, PredictorGroup
 from analysis.predictor_scale import calibrate_predictor
 from coldstart.errors import InputError
 
@@ -49,7 +50,7 @@ def _fixture_params(name: str) -> int:
     return counted[0] if counted else 0
 
 
-def reference_models(group: dict[str, Any], wanted: str | None = None,
+def reference_models(group: PredictorGroup, wanted: str | None = None,
                      second: str | None = None, *, one_boot: bool = False) -> list[str]:
     """The fixtures to boot: ``wanted`` (else the first training model that is a fixture,
     the scaling matrix's smallest shape) and, unless ``one_boot``, ``second`` (else the
@@ -57,7 +58,7 @@ def reference_models(group: dict[str, Any], wanted: str | None = None,
     apart by. Each must be a training model of the predictor that this suite can build."""
     from fixtures.catalog import CATALOG
 
-    train = list(group.get("train") or [])
+    train = list(group.train)
 
     def checked(name: str, option: str) -> str:
         if name not in train:
@@ -84,14 +85,14 @@ def reference_models(group: dict[str, Any], wanted: str | None = None,
     return [first] if other == first else [first, other]
 
 
-def _boot_reference(group: dict[str, Any], model: str, timeout_s: float, work: Path):
+def _boot_reference(group: PredictorGroup, model: str, timeout_s: float, work: Path):
     import os
 
     from fixtures.build import ensure_model
     from harness.boot import run_boot
     from harness.spec import BootSpec
 
-    key = group["key"]
+    key = group.key
     spec = BootSpec(model=model, model_path=ensure_model(model), work_dir=work / "boot",
                     loader=key.get("loader") or "safetensors",
                     compile_cache=key.get("compile_cache") or "cold",
@@ -118,13 +119,13 @@ def _boot_reference(group: dict[str, Any], model: str, timeout_s: float, work: P
     return result
 
 
-def run_calibration(doc: dict[str, Any], group: dict[str, Any], models: list[str] | str,
-                    timeout_s: float, work: Path) -> dict[str, Any]:
+def run_calibration(predictor: PredictorFile, group: PredictorGroup, models: list[str] | str,
+                    timeout_s: float, work: Path) -> PredictorFile:
     """Boot each of ``models`` (one or two, ``reference_models``) as ``group``'s
     configuration and return the calibrated document."""
     from harness.spec import installed_vllm_version
 
-    key = group["key"]
+    key = group.key
     if key.get("vllm_version") and installed_vllm_version() != key["vllm_version"]:
         raise SystemExit(f"the predictor is of vLLM {key['vllm_version']}, this environment has "
                          f"{installed_vllm_version()}: calibrate with the release it was fitted on")
@@ -132,5 +133,5 @@ def run_calibration(doc: dict[str, Any], group: dict[str, Any], models: list[str
     boots = [_boot_reference(group, m, timeout_s, work / f"reference-{i}")
              for i, m in enumerate(models)]
     refs = [(b, boot_features(b)) for b in boots]
-    return calibrate_predictor(doc, group, *refs[0], this_machine(),
+    return calibrate_predictor(predictor, group, *refs[0], this_machine(),
                                second=refs[1] if len(refs) > 1 else None)

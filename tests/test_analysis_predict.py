@@ -7,7 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from analysis.predictor_file import load_predictor
+from analysis.predictor_file import (
+    PredictorFile,
+    PredictorGroup,
+    load_predictor,
+    write_predictor,
+)
 from analysis.study import STUDY_HOLDOUT, read_study
 from coldstart.__main__ import main as coldstart
 
@@ -74,7 +79,7 @@ def test_from_an_hf_config_and_overrides(fitted: dict, tmp_path: Path, capsys) -
     # A feature a line needs and the input lacks: exit 2, saying how to give it (the feature
     # of the tokenizer line, as the rule chose it).
     predictor = load_predictor(fitted["predictor"])
-    tokenizer_feature = predictor["groups"][0]["phases"]["tokenizer_init"]["feature"]
+    tokenizer_feature = predictor.groups[0].phases["tokenizer_init"].feature
     bare = json.loads(fitted["gemma"].read_text()) | {tokenizer_feature: None}
     (tmp_path / "bare.json").write_text(json.dumps(bare))
     argv = [str(tmp_path / "bare.json"), "--fit", str(fitted["predictor"])]
@@ -110,9 +115,8 @@ def test_warns_when_the_lines_never_described_the_models_kind(
     p = json.loads(out.read_text())
     warned = {name for name, v in p["phases"].items()
               if v["warnings"] and v["status"] == "fit"}
-    phases = load_predictor(tmp_path / "one" / "predictor.json")["groups"][0]["phases"]
-    assert warned == {name for name, m in phases.items()
-                      if "granite4.0-h-32b" in (m.get("outliers") or {})}
+    phases = load_predictor(tmp_path / "one" / "predictor.json").groups[0].phases
+    assert warned == {name for name, m in phases.items() if "granite4.0-h-32b" in m.outliers}
     assert warned and "tokenizer_init" not in warned
     # The hybrids' fast weight loading was their page cache (7.9 GB/s against about 0.55 for
     # every other boot), not their architecture: on the storage's bandwidth the 32 B hybrid
@@ -160,7 +164,7 @@ def test_bad_predictor_files(fitted: dict, tmp_path: Path, capsys) -> None:
         rc = coldstart(["predict", str(fitted["gemma"]), "--fit", str(bad)])
         err = capsys.readouterr().err
         assert rc == 2 and words in err and err.count("\n") == 1
-    assert load_predictor(fitted["predictor"])["groups"]
+    assert load_predictor(fitted["predictor"]).groups
     rc = coldstart(["predict", str(fitted["gemma"]), "--fit", str(fitted["predictor"]),
                   "--loader", "tensorizer"])
     assert rc == 2 and "no fitted configuration matches" in capsys.readouterr().err
@@ -236,10 +240,13 @@ def test_version_1_files_are_still_read(fitted: dict, tmp_path: Path) -> None:
     for g in old["groups"]:  # what version 1 lacked
         del g["split"], g["train_traits"]
     (tmp_path / "v1.json").write_text(json.dumps(old))
-    (group,) = load_predictor(tmp_path / "v1.json")["groups"]
-    assert "train_traits" not in group and group["split"] == {}
-    assert group["phases"]["model_loading"]["coefficients"] == \
+    (group,) = load_predictor(tmp_path / "v1.json").groups
+    assert group.train_traits is None and group.split == {}
+    assert group.phases["model_loading"].coefficients == \
         old["groups"][0]["phases"]["model_loading"]["coefficients"]
+    # rewritten (coldstart calibrate), it still says it predates the training models' traits
+    again = write_predictor(load_predictor(tmp_path / "v1.json"), tmp_path / "again.json")
+    assert "train_traits" not in json.loads(again.read_text())["groups"][0]
 
 
 @pytest.mark.parametrize("item, words", [
@@ -261,17 +268,17 @@ def test_a_bad_set_is_one_line(fitted: dict, capsys, item: str, words: str) -> N
 
 
 def test_set_overrides_reach_the_line(fitted: dict, tmp_path: Path) -> None:
-    line = load_predictor(fitted["predictor"])["groups"][0]["phases"]["model_loading"]
+    line = load_predictor(fitted["predictor"]).groups[0].phases["model_loading"]
     # The storage is an input: the line is on the seconds the weights take at the bandwidth.
-    assert line["feature"] == "weight_bytes_over_load_bandwidth"
+    assert line.feature == "weight_bytes_over_load_bandwidth"
     out = tmp_path / "p.json"
     # 1.7e10 bytes written as a float, dtype and a flag given by name, a 2 GB/s storage
     assert coldstart(["predict", str(fitted["gemma"]), "--fit", str(fitted["predictor"]), "--set",
                          "weight_bytes=1.7e10", "--set", "dtype=float16", "--set", "moe=true",
                          "--load-gbps", "2", "--json", str(out)]) == 0
     p = json.loads(out.read_text())
-    b0, b1 = line["coefficients"]
-    assert line["feature_scale"] == 1.0 and line["feature_unit"] == "s"
+    b0, b1 = line.coefficients
+    assert line.feature_scale == 1.0 and line.feature_unit == "s"
     assert p["phases"]["model_loading"]["predicted_s"] == pytest.approx(b0 + b1 * 1.7e10 / 2e9)
     assert p["features"]["load_bandwidth"] == 2e9
     assert p["features"]["weight_bytes"] == 17_000_000_000 and p["features"]["moe"] is True
@@ -307,8 +314,10 @@ def test_a_configuration_of_a_matrix_files_axis_is_chosen_by_that_axis():
     from coldstart.errors import InputError
 
     base = {"platform": "cpu", "loader": "safetensors", "compile_cache": "off"}
-    doc = {"groups": [{"key": {**base, "max_model_len": "512"}},
-                      {"key": {**base, "max_model_len": "2048"}}]}
+    predictor = PredictorFile(predictor_schema_version=3, groups=[
+        PredictorGroup(key={**base, "max_model_len": "512"}, phases={}),
+        PredictorGroup(key={**base, "max_model_len": "2048"}, phases={})])
     with pytest.raises(InputError, match="--axis NAME=VALUE"):
-        choose_group(doc, {"loader": "safetensors"})
-    assert choose_group(doc, {"loader": "safetensors", "max_model_len": "2048"}) is doc["groups"][1]
+        choose_group(predictor, {"loader": "safetensors"})
+    assert choose_group(predictor, {"loader": "safetensors", "max_model_len": "2048"}) \
+        is predictor.groups[1]

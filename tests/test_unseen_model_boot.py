@@ -17,6 +17,7 @@ import json
 
 import pytest
 
+from analysis.predictor_file import load_predictor, write_predictor
 from coldstart.__main__ import main as coldstart
 from fixtures.catalog import UNSEEN_SHAPE
 from tests.test_cpu_fit import FEATURES, SCALING
@@ -33,7 +34,7 @@ def scaling_fit(tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("scaling-fit")
     assert coldstart(["fit", str(SCALING), "--features", str(FEATURES), "--out-dir", str(out),
                      "--quiet", "--no-plots"]) == 0
-    predictor = json.loads((out / "predictor.json").read_text())
+    predictor = load_predictor(out / "predictor.json")
     return {"path": out / "predictor.json", "predictor": predictor}
 
 
@@ -46,21 +47,20 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     from harness.document import read_results
     from harness.spec import BootSpec, installed_vllm_version
 
-    doc = scaling_fit["predictor"]
-    assert doc["machine"], "the predictor does not say its machine"
-    (group,) = doc["groups"]
-    if installed_vllm_version() != group["key"]["vllm_version"]:
-        pytest.skip(f"the committed scaling fit is of vLLM {group['key']['vllm_version']}, "
+    predictor = scaling_fit["predictor"]
+    assert predictor.machine, "the predictor does not say its machine"
+    (group,) = predictor.groups
+    if installed_vllm_version() != group.key["vllm_version"]:
+        pytest.skip(f"the committed scaling fit is of vLLM {group.key['vllm_version']}, "
                     f"this environment has {installed_vllm_version()}")
     assert UNSEEN_SHAPE not in {r.model for r in read_results(SCALING)}
     references = reference_models(group)
     assert UNSEEN_SHAPE not in references and len(references) == 2, references
-    calibrated = run_calibration(doc, group, references, 900.0, tmp_path / "calibration")
-    assert calibrated["calibration"]["second_reference_model"] == references[1]
-    assert calibrated["machine"] == this_machine()
-    assert calibrated["calibration"]["fitted_on"] == doc["machine"]
-    fit = tmp_path / "calibrated.json"
-    fit.write_text(json.dumps(calibrated))
+    calibrated = run_calibration(predictor, group, references, 900.0, tmp_path / "calibration")
+    assert calibrated.calibration["second_reference_model"] == references[1]
+    assert calibrated.machine == this_machine()
+    assert calibrated.calibration["fitted_on"] == predictor.machine
+    fit = write_predictor(calibrated, tmp_path / "calibrated.json")
 
     path = ensure_model(UNSEEN_SHAPE)
     # A private cache home: a cold compile cache, as the scaling run's cells had.
@@ -70,9 +70,9 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
                                entrypoint="offline", timeout_s=900))
     assert result.state == "measured", f"{result.state}: {result.reason}\n{result.log_tail}"
 
-    def predicted_total(predictor, name: str) -> dict:
+    def predicted_total(fit_path, name: str) -> dict:
         out = tmp_path / f"prediction-{name}.json"
-        assert coldstart(["predict", "--fit", str(predictor), str(path), "--loader", "safetensors",
+        assert coldstart(["predict", "--fit", str(fit_path), str(path), "--loader", "safetensors",
                              "--compile-cache", "cold", "--json", str(out)]) == 0
         return json.loads(out.read_text())
 
@@ -91,4 +91,4 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     # other tests shared the two cores was 16 % off: run it on a quiet machine.
     # Not asserted: that calibrating helps. On a machine as fast as the fit's it need not.
     assert error <= MAX_ERROR_SHARE * result.wall_s, (
-        predicted, uncalibrated, result.wall_s, calibrated["calibration"]["scales"])
+        predicted, uncalibrated, result.wall_s, calibrated.calibration["scales"])

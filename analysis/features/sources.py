@@ -7,7 +7,7 @@ takes). Imports without vLLM or torch.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from analysis.features.hf_config import LAYER_KEYS
 from analysis.features.model_features import ModelFeatures
@@ -19,6 +19,9 @@ from analysis.features.model_folder import default_capture_sizes, from_hf_config
 from analysis.features.study_models import study_entry_features
 from coldstart.errors import FeatureError
 from harness.schema import read_json, validation_summary
+
+if TYPE_CHECKING:  # for the annotation only: analysis.predictor_file imports this package
+    from analysis.predictor_file import PredictorGroup
 
 __all__ = ["load_features", "read_features_json"]
 
@@ -116,7 +119,7 @@ def load_features(target: str | Path, *, platform: str | None = None,
     return feats
 
 
-def like_training(features: ModelFeatures, group: dict[str, Any]
+def like_training(features: ModelFeatures, group: PredictorGroup
                   ) -> tuple[ModelFeatures, str | None]:
     """``features`` made as the predictor's training models' were, where there is more than
     one way (``PredictorGroup.feature_methods``), and a line saying what was done or what
@@ -128,7 +131,7 @@ def like_training(features: ModelFeatures, group: dict[str, Any]
     on estimates becomes the estimate; an estimate where they were fitted on measured sizes
     is said, as it cannot be measured here.
     """
-    trained = (group.get("feature_methods") or {}).get("compiled_graph_bytes")
+    trained = (group.feature_methods or {}).get("compiled_graph_bytes")
     have = features.compiled_graph_method
     if trained is None or have is None or have == trained:
         return features, None

@@ -67,6 +67,7 @@ from analysis.fit.groups import (
 )
 from analysis.fit.predictor_document import predictor_document
 from analysis.fit.targets import RESIDUAL
+from analysis.predictor_file import PredictorFile
 from analysis.regression import FitError
 from coldstart.errors import InputError
 from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult
@@ -102,7 +103,7 @@ class Fitted:
     # Cells measured that failed their checks, one line each: never fitted, always named.
     left_out: list[str] = field(default_factory=list)
 
-    def predictor(self) -> dict[str, Any]:
+    def predictor(self) -> PredictorFile:
         """The predictor file of the fitted configurations (``analysis.fit.predictor_document``)."""
         return predictor_document(self.fits, self.inputs, machine=self.machine)
 

@@ -7,7 +7,7 @@ from datetime import timezone
 from typing import Any
 
 from analysis.fit.groups import GroupFit
-from analysis.predictor_file import PredictorFile
+from analysis.predictor_file import PredictorFile, PredictorGroup
 from analysis.storage import training_bandwidth
 from harness.dates import written_at
 from harness.schema import SCHEMA_VERSION
@@ -33,35 +33,32 @@ def _feature_methods(features: list[Any]) -> dict[str, str]:
 
 
 def predictor_document(fits: list[GroupFit], inputs: list[str], alpha: float = 0.05,
-                       machine: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The versioned predictor file ``analysis.predict`` reads (``PredictorFile``)."""
-    doc = {
-        "predictor_schema_version": PREDICTOR_SCHEMA_VERSION,
-        "result_schema_version": SCHEMA_VERSION,
-        "created": written_at().astimezone(timezone.utc).isoformat(timespec="seconds"),
-        "inputs": inputs,
+                       machine: dict[str, Any] | None = None) -> PredictorFile:
+    """The versioned predictor file ``analysis.predict`` reads."""
+    return PredictorFile(
+        predictor_schema_version=PREDICTOR_SCHEMA_VERSION,
+        result_schema_version=SCHEMA_VERSION,
+        created=written_at().astimezone(timezone.utc).isoformat(timespec="seconds"),
+        inputs=inputs,
         # The machine the seconds were measured on (what the inputs say of it): the lines
         # predict that machine only.
-        "machine": machine or {},
-        "interval_level": 1 - alpha,
-        "groups": [{
-            "key": f.key,
-            "train": f.train,
-            "holdout": f.holdout,
-            "measured_total": f.measured_total,
-            "phases": {p: m.model_dump(mode="json") for p, m in f.models.items()},
-            "split": f.split,
-            "load_bandwidth": training_bandwidth(r.features for r in f.rows
-                                                 if r.model in f.train),
-            "feature_methods": _feature_methods([r.features for r in f.rows
-                                                 if r.model in f.train]),
+        machine=machine or {},
+        interval_level=1 - alpha,
+        groups=[PredictorGroup(
+            key=f.key,
+            train=f.train,
+            holdout=f.holdout,
+            measured_total=f.measured_total,
+            phases=f.models,
+            split=f.split,
+            load_bandwidth=training_bandwidth(r.features for r in f.rows if r.model in f.train),
+            feature_methods=_feature_methods([r.features for r in f.rows
+                                              if r.model in f.train]),
             # So predict can say when a model is of a kind the lines did not describe.
-            "train_traits": {r.model: r.features.traits() for r in f.rows
-                             if r.model in f.train and r.features.traits()},
-        } for f in fits],
-    }
-    PredictorFile.model_validate(doc)  # a writer's mistake fails here, not in predict
-    return doc
+            train_traits={r.model: r.features.traits() for r in f.rows
+                          if r.model in f.train and r.features.traits()},
+        ) for f in fits],
+    )
 
 
 def summary_json(fits: list[GroupFit], not_fitted: list[dict[str, Any]] | None = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.predictor_file import load_predictor
+from analysis.predictor_file import PredictorFile, load_predictor
 from coldstart.errors import InputError
 
 __all__ = ["ALIASES", "PACKAGE_DIR", "DEFAULT_GPU", "shipped_names", "shipped_file",
@@ -72,11 +72,11 @@ def _machine_words(machine: dict[str, Any]) -> str:
     return f"{words} ({', '.join(notes)})" if notes else words
 
 
-def describe_predictor(doc: dict[str, Any], key: dict[str, Any], name: str | None,
+def describe_predictor(predictor: PredictorFile, key: dict[str, Any], name: str | None,
                        path: Path) -> str:
     """One line: which predictor answered, for which machine and vLLM release."""
-    machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
-    prov = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+    machine = predictor.machine
+    prov = predictor.provenance or {}
     if name is None:
         who = str(path)
     else:
@@ -87,7 +87,7 @@ def describe_predictor(doc: dict[str, Any], key: dict[str, Any], name: str | Non
     line = f"predictor: {who}; machine: {_machine_words(machine) if machine else 'not recorded'}"
     line += f"; vLLM {release}{platform}"
     if prov.get("fitted"):
-        line += f"; fitted {prov['fitted']} on {', '.join(doc.get('inputs') or [])}"
+        line += f"; fitted {prov['fitted']} on {', '.join(predictor.inputs)}"
     return line
 
 
@@ -98,31 +98,31 @@ def list_lines() -> list[str]:
     """``--list-fits``: one line per shipped name: machine, vLLM release, data."""
     out = [f"{alias}: the same as {target}" for alias, target in ALIASES.items()]
     for name, path in _files().items():
-        doc = load_predictor(path)
-        prov = doc.get("provenance") or {}
-        groups = doc.get("groups") or [{}]
-        releases = sorted({str(g.get("key", {}).get("vllm_version")) for g in groups})
-        platforms = sorted({str(g.get("key", {}).get("platform")) for g in groups})
+        predictor = load_predictor(path)
+        prov = predictor.provenance or {}
+        groups = predictor.groups
+        releases = sorted({str(g.key.get("vllm_version")) for g in groups})
+        platforms = sorted({str(g.key.get("platform")) for g in groups})
         # The cells' configuration it was fitted in: a study fit is of warm compile caches, the
         # CPU scaling fit of cold ones, and a boot in another is another boot.
-        configs = sorted({" ".join(f"{k}={v}" for k, v in (g.get("key") or {}).items()
+        configs = sorted({" ".join(f"{k}={v}" for k, v in g.key.items()
                                    if k in _CELL_CONFIG and v is not None) for g in groups})
-        out.append(f"{name}: {_machine_words(doc.get('machine') or {})}; vLLM "
+        out.append(f"{name}: {_machine_words(predictor.machine)}; vLLM "
                    f"{', '.join(releases)} on {', '.join(platforms)}; "
                    f"{' | '.join(c for c in configs if c) or 'configuration not recorded'}; "
-                   f"fitted {prov.get('fitted', '?')} on {', '.join(doc.get('inputs') or [])}")
+                   f"fitted {prov.get('fitted', '?')} on {', '.join(predictor.inputs)}")
     return out
 
 
-def describe_calibration(doc: dict[str, Any]) -> str:
+def describe_calibration(predictor: PredictorFile) -> str:
     """One line: which machine the predictor's seconds are of, and whether it was calibrated."""
     def name(machine: Any) -> str:
         if not isinstance(machine, dict) or not machine:
             return "a machine not recorded"
         return ", ".join(f"{k}={v}" for k, v in machine.items())
 
-    cal = doc.get("calibration")
-    if isinstance(cal, dict):
+    cal = predictor.calibration
+    if cal is not None:
         whole = (cal.get("scales") or {}).get("whole_boot", {}).get("scale")
         second = f" and {cal['second_reference_model']}" if cal.get(
             "second_reference_model") else ""
@@ -131,5 +131,5 @@ def describe_calibration(doc: dict[str, Any]) -> str:
                 f"{name(cal.get('fitted_on'))})" if isinstance(whole, (int, float)) else
                 f"calibrated to {name(cal.get('machine'))}")
     return (f"not calibrated: the seconds are those of the machine it was fitted on, "
-            f"{name(doc.get('machine'))} (`coldstart calibrate --fit ...` scales them to this "
+            f"{name(predictor.machine)} (`coldstart calibrate --fit ...` scales them to this "
             "machine with two boots)")

@@ -22,7 +22,7 @@ from datetime import timezone
 from pathlib import Path
 from typing import Any
 
-from analysis.predictor_file import write_predictor
+from analysis.predictor_file import PredictorFile, predictor_json, write_predictor
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
 from coldstart.errors import InputError
@@ -100,7 +100,7 @@ RECIPES: dict[str, Recipe] = {r.name: r for r in (
 )}
 
 
-def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
+def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> PredictorFile:
     """The predictor document of a recipe: ``analysis.fit``'s, with its provenance."""
     from analysis.fit.inputs import fit_inputs, parse_forced
     from analysis.fit.predictor_document import summary_json
@@ -121,27 +121,28 @@ def build_document(recipe: Recipe, root: Path = REPO_ROOT) -> dict[str, Any]:
                         forced=parse_forced(recipe.forced))
     if not fitted.fits:
         raise InputError(f"{recipe.name}: nothing to fit in {recipe.command()}")
-    doc = fitted.predictor()
+    predictor = fitted.predictor()
     summary = summary_json(fitted.fits)
-    # The inputs as the recorded command names them (from the repository root), not as this
-    # checkout's absolute paths: the file is the same wherever it is built.
-    doc["inputs"] = [*recipe.results, *([recipe.study] if recipe.study else [])]
     hold = summary.get("holdout") or {}
-    doc["provenance"] = {
-        "name": recipe.name,
-        "data": recipe.data,
-        "inputs": [p for p in (*recipe.results, recipe.study, recipe.study_logs,
-                               recipe.features) if p],
-        "machine": doc.get("machine", {}),
-        "vllm_version": sorted({g["key"].get("vllm_version") for g in doc["groups"]}),
-        "fitted": written_at().astimezone(timezone.utc).date().isoformat(),
-        "command": recipe.command(),
-        "generator": "coldstart predictors build",
-        # The held-out models' errors: what the fit's test holds to the study's bounds.
-        "holdout": {k: hold.get(k) for k in ("n", "mse_s", "max_error_s", "mape")}
-        if hold else None,
-    }
-    return doc
+    return predictor.model_copy(update={
+        # The inputs as the recorded command names them (from the repository root), not as
+        # this checkout's absolute paths: the file is the same wherever it is built.
+        "inputs": [*recipe.results, *([recipe.study] if recipe.study else [])],
+        "provenance": {
+            "name": recipe.name,
+            "data": recipe.data,
+            "inputs": [p for p in (*recipe.results, recipe.study, recipe.study_logs,
+                                   recipe.features) if p],
+            "machine": predictor.machine,
+            "vllm_version": sorted({g.key.get("vllm_version") for g in predictor.groups}),
+            "fitted": written_at().astimezone(timezone.utc).date().isoformat(),
+            "command": recipe.command(),
+            "generator": "coldstart predictors build",
+            # The held-out models' errors: what the fit's test holds to the study's bounds.
+            "holdout": {k: hold.get(k) for k in ("n", "mse_s", "max_error_s", "mape")}
+            if hold else None,
+        },
+    })
 
 
 def build_all(out_dir: Path = PACKAGE_DIR, root: Path = REPO_ROOT,
@@ -154,9 +155,9 @@ def build_all(out_dir: Path = PACKAGE_DIR, root: Path = REPO_ROOT,
     return written
 
 
-def undated(doc: dict[str, Any]) -> dict[str, Any]:
-    """A predictor document without the dates of its making."""
-    out = {k: v for k, v in doc.items() if k != "created"}
+def undated(predictor: PredictorFile) -> dict[str, Any]:
+    """A predictor's document (``predictor_json``) without the dates of its making."""
+    out = {k: v for k, v in predictor_json(predictor).items() if k != "created"}
     if isinstance(out.get("provenance"), dict):
         out["provenance"] = {k: v for k, v in out["provenance"].items() if k != "fitted"}
     return out

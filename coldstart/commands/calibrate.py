@@ -42,13 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     check_output(args.out, "-o")  # before the boots, not after them
     path, _ = resolve_fit(args.fit)
-    doc = load_predictor(path)
-    group = choose_group(doc, {f: getattr(args, f) for f in CONFIG_FIELDS})
+    predictor = load_predictor(path)
+    group = choose_group(predictor, {f: getattr(args, f) for f in CONFIG_FIELDS})
     models = reference_models(group, args.model, args.second_model, one_boot=args.one_boot)
     with tempfile.TemporaryDirectory(prefix="coldstart-calibrate-") as tmp:
-        calibrated = run_calibration(doc, group, models, args.boot_timeout, Path(tmp))
+        calibrated = run_calibration(predictor, group, models, args.boot_timeout, Path(tmp))
     write_predictor(calibrated, args.out)
-    for name, row in calibrated["calibration"]["scales"].items():
+    for name, row in calibrated.calibration["scales"].items():
         def seconds(v: Any) -> str:
             values = v if isinstance(v, list) else [v]
             return ", ".join("-" if x is None else f"{x:.2f}" for x in values)

@@ -80,13 +80,13 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"--capture-sizes {args.capture_sizes}: must be >= 0")
 
     fit_path, fit_name = resolve_fit(args.fit)
-    doc = load_predictor(fit_path)
+    predictor = load_predictor(fit_path)
     bad = [a for a in args.axis if "=" not in a]
     if bad:
         raise InputError(f"--axis {bad[0]!r}: give NAME=VALUE")
-    group = choose_group(doc, {**{f: getattr(args, f) for f in CONFIG_FIELDS},
+    group = choose_group(predictor, {**{f: getattr(args, f) for f in CONFIG_FIELDS},
                                **dict(a.split("=", 1) for a in args.axis)})
-    key = group["key"]
+    key = group.key
     features = load_features(args.model, platform=key.get("platform"),
                              vllm_version=key.get("vllm_version"),
                              capture_sizes=args.capture_sizes,
@@ -114,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
                   title_justify="left")
     # Phase and feature names are identifiers a user copies (into --set): kept whole, the
     # notes wrap instead.
-    names = [*parts, *(group.get("split") or {}), "total"]
-    feats = [group["phases"][n].get("feature") or "constant" for n in parts]
+    names = [*parts, *group.split, "total"]
+    feats = [group.phases[n].feature or "constant" for n in parts]
     table.add_column("phase", no_wrap=True, min_width=max(map(len, names)))
     table.add_column("feature", no_wrap=True,
                      min_width=max(map(len, [*feats, "sum of the sub-phases above"])))
@@ -123,22 +123,22 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(h, no_wrap=True)
     table.add_column("note")
     for name, p in parts.items():
-        raw = group["phases"][name]
-        if raw.get("status") == "not_applicable":
+        model = group.phases[name]
+        if model.status == "not_applicable":
             table.add_row(name, "-", "not applicable", "", "")
             continue
-        feat = raw.get("feature") or "constant"
+        feat = model.feature or "constant"
         flag = []
         if p.extrapolated:
             flag.append("outside the training range")
-        if raw.get("feature") and any(part in features.estimated
-                                      for part in feature_parts(raw["feature"])):
+        if model.feature and any(part in features.estimated
+                                 for part in feature_parts(model.feature)):
             flag.append("feature estimated")
         if warnings.get(name):
             flag.append("off the line's kind of model")
         table.add_row(name, feat, f"{p.mean_s:.2f}", f"[{p.low_s:.2f}, {p.high_s:.2f}]",
                       ", ".join(flag))
-        for phase, subs in (group.get("split") or {}).items():
+        for phase, subs in group.split.items():
             if name == subs[-1] and phase in sums:
                 s = sums[phase]
                 table.add_row(phase, "sum of the sub-phases above", f"{s.mean_s:.2f}",
@@ -154,15 +154,14 @@ def run(args: argparse.Namespace) -> int:
             console.print(line, soft_wrap=True)
     if features.estimated:
         console.print("estimated features: " + ", ".join(features.estimated))
-    machine = doc.get("machine") if isinstance(doc.get("machine"), dict) else {}
-    console.print(describe_predictor(doc, key, fit_name, fit_path), soft_wrap=True)
-    console.print(describe_calibration(doc), soft_wrap=True)
+    console.print(describe_predictor(predictor, key, fit_name, fit_path), soft_wrap=True)
+    console.print(describe_calibration(predictor), soft_wrap=True)
     if args.json:
         out = prediction_json(features, group, parts, total, args.level)
-        out["machine"] = machine
+        out["machine"] = predictor.machine
         out["storage"] = storage_line
         out["storage_span"] = span
         out["predictor"] = {"name": fit_name, "file": str(fit_path),
-                            "provenance": doc.get("provenance")}
+                            "provenance": predictor.provenance}
         Path(args.json).write_text(json.dumps(out, indent=2) + "\n")
     return 0

@@ -72,7 +72,7 @@ def check_file(name: str, path: Path) -> str:
     if name == "predictor-file":
         from analysis.predictor_file import load_predictor
 
-        return f"a predictor file of {_count(len(load_predictor(path)['groups']), 'configuration')}"
+        return f"a predictor file of {_count(len(load_predictor(path).groups), 'configuration')}"
     if name == "cells-log-line":
         text = path.read_text(errors="replace")
         try:  # a whole document (a BootResult, a run) on several lines is no cells log
