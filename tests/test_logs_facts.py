@@ -243,6 +243,72 @@ def test_a_unit_with_a_progress_bar_glued_to_it() -> None:
     assert result.log_durations["download_weights_s"] == pytest.approx(152.912391)
 
 
+def test_a_vllm_frame_names_its_platform_as_a_tag_does() -> None:
+    # https://github.com/vllm-project/vllm/issues/8660 (turn 0): the worker's traceback runs
+    # through vllm/worker/cpu_worker.py; no platform line kept
+    result = _read("""
+(VllmWorkerProcess pid=143) ERROR 09-20 08:05:48 multiproc_worker_utils.py:226] Exception in worker VllmWorkerProcess while processing method load_model: Torch SPDA does not support logits soft cap., Traceback (most recent call last):
+(VllmWorkerProcess pid=143) ERROR 09-20 08:05:48 multiproc_worker_utils.py:226]   File "/usr/local/lib/python3.10/dist-packages/vllm/executor/multiproc_worker_utils.py", line 223, in _run_worker_process
+(VllmWorkerProcess pid=143) ERROR 09-20 08:05:48 multiproc_worker_utils.py:226]     output = executor(*args, **kwargs)
+(VllmWorkerProcess pid=143) ERROR 09-20 08:05:48 multiproc_worker_utils.py:226]   File "/usr/local/lib/python3.10/dist-packages/vllm/worker/cpu_worker.py", line 217, in load_model
+""")
+    assert result.platform == "cpu"
+    # torch's own file of a platform's name is not vLLM's
+    torch_frame = _read('ERROR 09-20 08:05:48 [core.py:1]   File "/usr/lib/python3/dist-packages/'
+                        'torch/cuda/cpu.py", line 1, in f')
+    assert torch_frame.platform is None
+
+
+def test_a_level_cut_by_the_paste_still_heads_its_line() -> None:
+    # https://github.com/vllm-project/vllm/issues/8031 (comment of 2025-04-11): the paste
+    # begins inside "INFO"
+    result = _read("O 04-11 12:37:49 [llm_engine.py:242] Initializing a V0 LLM engine (v0.8.3) "
+                   "with config: model='OPEA/Mistral-Small-3.1-24B-Instruct-2503-int4-AutoRound-"
+                   "awq-sym', speculative_config=None")
+    assert result.evidence.facts["engine"] == "v0"
+    assert result.vllm_version == "0.8.3"
+
+
+def test_v1_s_first_releases_keep_v0_s_wording_in_their_own_files() -> None:
+    # https://github.com/vllm-project/vllm/pull/12569 (description): V1 of 0.7, its runner's
+    # "Loading model weights took X GB" and its KV-cache manager's "# GPU blocks"
+    result = _read("""
+INFO 01-30 03:18:12 gpu_model_runner.py:848] Loading model weights took 67.7229 GB
+INFO 01-30 03:19:13 monitor.py:31] torch.compile takes 54.73 s in total
+INFO 01-30 03:19:14 kv_cache_utils.py:395] # GPU blocks: 1381
+""")
+    assert result.evidence.facts["engine"] == "v1"
+    assert result.vllm_version_range == "<0.12"  # not "<0.7": the V0 wording is no clue here
+
+
+def test_a_line_read_as_the_release_its_clues_allow() -> None:
+    # https://github.com/vllm-project/speculators/pull/166 (turn 0): a model and its drafter
+    # compiled; up to 0.11 "torch.compile takes X s in total" is a running total (5.71, then
+    # 6.25 with the drafter's), from 0.12 each line one compile's: the 'dynamic shape'
+    # wording (0.11 and older) says which
+    result = _read("""
+    (EngineCore_DP0 pid=774560) INFO 10-30 14:21:03 [backends.py:634] Dynamo bytecode transform time: 3.38 s
+    (EngineCore_DP0 pid=774560) INFO 10-30 14:21:05 [backends.py:279] Compiling a graph for dynamic shape takes 2.33 s
+    (EngineCore_DP0 pid=774560) INFO 10-30 14:21:06 [monitor.py:34] torch.compile takes 5.71 s in total
+    (EngineCore_DP0 pid=774560) INFO 10-30 14:21:06 [backends.py:634] Dynamo bytecode transform time: 0.39 s
+    (EngineCore_DP0 pid=774560) INFO 10-30 14:21:06 [backends.py:279] Compiling a graph for dynamic shape takes 0.14 s
+    (EngineCore_DP0 pid=774560) INFO 10-30 14:21:07 [monitor.py:34] torch.compile takes 6.25 s in total
+""")
+    assert result.phases["torch_compile"] == pytest.approx(6.25)
+    assert "torch_compile_total_s" in result.evidence.facts["durations_of_other_releases"]
+
+
+def test_the_engine_line_s_compilation_is_torch_compile() -> None:
+    # https://github.com/vllm-project/vllm/issues/41789 (turn 0): 2026's engine line carries
+    # the compile time; the profiling is what is left of it
+    result = _read("""
+(EngineCore pid=129) INFO 05-06 06:08:29 [gpu_model_runner.py:6204] Graph capturing finished in 9 secs, took 0.46 GiB
+(EngineCore pid=129) INFO 05-06 06:08:29 [core.py:299] init engine (profile, create kv cache, warmup model) took 153.19 s (compilation: 92.51 s)
+""")
+    assert result.phases["torch_compile"] == pytest.approx(92.51)
+    assert result.phases["kv_cache_profiling"] == pytest.approx(153.19 - 92.51 - 9)
+
+
 def test_a_platform_ruled_out_is_not_the_platform() -> None:
     # https://github.com/vllm-project/vllm/issues/17676: vLLM's DEBUG probe names each
     # platform it rules out

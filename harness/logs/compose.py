@@ -149,6 +149,12 @@ def torch_compile_s(scan: LogScan, notes: dict[str, str]) -> float | None:
         notes["torch_compile"] = ("the larger of vLLM's 'torch.compile takes X s in total' and "
                                   "Dynamo + Inductor + 'Directly load the compiled graph(s)'")
         return max(d["compile_time_s"], parts)
+    if "init_engine_compilation_s" in d:
+        # The same compilation time that 'torch.compile takes X s in total' prints, where the
+        # excerpt kept only the engine's line (0.12+).
+        notes["torch_compile"] = ("the compilation in vLLM's 'init engine (profile, create kv "
+                                  "cache, warmup model) took X s (compilation: Y s)'")
+        return max(d["init_engine_compilation_s"], parts)
     start = scan.first("warmup_start")
     if start is not None:
         # On CPU vLLM times no compile; the AOT line that ends it (saved after compiling,

@@ -21,8 +21,13 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # "<prefix>LEVEL MM-DD HH:MM:SS[.mmm] [file.py:123] message" ("file.py:123] message" up to
 # 0.7, the V0 engine's logger); the prefix holds
 # VLLM_LOGGING_PREFIX and "(EngineCore_DP0 pid=42)"-style process tags.
+# A paste cut at the line's start may keep only the level's end ("O 04-11 12:37:49 [llm_engine.py:
+# 242] ..."): the timestamp and tag that follow make it a header still.
+_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL")
+_LEVEL_ENDS = sorted({level[i:] for level in _LEVELS for i in range(len(level))}, key=len,
+                     reverse=True)
 _HEADER = re.compile(
-    r"^(?P<prefix>.*?)\b(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
+    rf"^(?P<prefix>.*?)\b(?P<level>{'|'.join(_LEVEL_ENDS)})\s+"
     r"(?P<ts>(?:\d{4}-)?\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,6})?)\s+"
     r"(?:\[(?P<where>[^\]]*)\]|(?P<where_v0>[\w.\-]+:\d+)\])\s?(?P<msg>.*)$"
 )
@@ -125,8 +130,9 @@ def parse_line(raw: str) -> LogLine:
     tags = list(_PROCESS.finditer(header["prefix"]))
     proc = tags[-1] if tags else None
     where = _SOURCE_FILE.search(header["where"] or header["where_v0"] or "")
+    level = next(whole for whole in _LEVELS if whole.endswith(header["level"]))
     return LogLine(
-        header["msg"].strip(), clean, parse_timestamp(header["ts"]), header["level"],
+        header["msg"].strip(), clean, parse_timestamp(header["ts"]), level,
         proc["name"] if proc else None, int(proc["pid"]) if proc else None,
         subsecond=any(c in header["ts"][-7:] for c in ".,"), stamp=header["ts"],
         ip=proc["ip"] if proc else None, prefix=header["prefix"],

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from harness.logs.facts import (
@@ -40,21 +41,26 @@ from harness.registry.patterns import (
     V0_PROCESSES,
     V0_SOURCES,
     V0_SOURCES_BEFORE_0_11,
+    V0_WORDING_CLUES,
     V1_ONLY_KEYS,
     V1_PROCESSES,
     V1_SOURCES,
     VERSION_CLUE_KEYS,
     VERSION_CLUE_LINES,
     VERSION_CLUE_SOURCES,
+    LogPattern,
     log_patterns_for,
 )
-from harness.registry.version_range import in_range
+from harness.registry.version_range import in_range, overlaps
 
 __all__ = ["LogScan", "scan_lines", "is_log_line"]
 
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line \d+, in (?P<func>[\w<>]+)\s*$')
 _CALL = re.compile(r"^\s*(?:[\w.\[\], ]+=\s*)?(?:await\s+)?[\w.]*?\b(?P<func>\w+)\(")
 _COMPILER = re.compile(TRACEBACK_COMPILER_PATH)
+# vLLM's package and its platform plugins' (vllm_ascend, vllm_gaudi, ...), not torch's own
+# files of the same name (torch/cuda/...)
+_VLLM_PATH = re.compile(r"[/\\]vllm(?:[_-]\w+)?[/\\]")
 _LOADER = re.compile(TRACEBACK_LOADER_PATH)
 _V0_ONLY = set(V0_ONLY_KEYS)
 _V1_SOURCES = set(V1_SOURCES)
@@ -173,6 +179,7 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     traceback_phase: str | None = None
     after_frame = False
     platform_clues: list[str] = []
+    frame_sources: list[str] = []
     version_clues: set[str] = set()
 
     for index, (line, t_s) in enumerate(zip(parsed, times)):
@@ -185,7 +192,11 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
             if line.source:
                 sources.append(line.source)
         frame = _traceback_phase(line, after_frame)
-        after_frame = _FRAME.search(line.text if line.level is not None else line.raw) is not None
+        found_frame = _FRAME.search(line.text if line.level is not None else line.raw)
+        after_frame = found_frame is not None
+        if found_frame is not None and _VLLM_PATH.search(found_frame["path"]):
+            # a frame in vLLM's (or a platform plugin's) file names that file as a tag does
+            frame_sources.append(re.split(r"[/\\]", found_frame["path"])[-1])
         if frame is not None:
             traceback_phase = _innermost(traceback_phase, frame)
         if line.level in ("ERROR", "CRITICAL"):
@@ -248,10 +259,11 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     inferred = version_range(version_clues | (keys & set(VERSION_CLUE_KEYS)))
     if inferred is not None and "vllm_version" not in scan.facts:
         scan.facts["vllm_version_range"], scan.facts["vllm_version_clues"] = inferred
+        _drop_other_releases(scan, patterns, inferred[0])
     scan.facts["engine"] = _engine(scan, processes, parsed)
     if scan.facts["engine"] == "v0":
         scan.facts["v0_engine"] = True
-    named = [PLATFORM_FROM_SOURCE[s] for s in sources
+    named = [PLATFORM_FROM_SOURCE[s] for s in sources + frame_sources
              if s in PLATFORM_FROM_SOURCE]
     resolve_platform(scan.facts, platform_clues, named)
     scan.facts.update(parallel_ranks(
@@ -286,7 +298,8 @@ def _clues(line: LogLine, platforms: list[str], versions: set[str]) -> None:
     # a process tag names it too ("(NPURayWorkerWrapper pid=..)")
     platforms.extend(name for name, clue in _PLATFORM_CLUES if clue.search(line.prefix))
     versions.update(name for name, clue in _VERSION_CLUE_LINES.items()
-                    if clue.search(line.text))
+                    if clue.search(line.text)
+                    and not (name in V0_WORDING_CLUES and line.source in _V1_SOURCES))
     versions.update(name for name, (source, clue) in _VERSION_CLUE_SOURCES.items()
                     if line.source == source and clue.search(line.text))
     if line.level is not None and line.source and line.raw.split(line.source)[0][-1:] == "[":
@@ -332,6 +345,20 @@ def _engine(scan: LogScan, processes: set[str], parsed: list[LogLine]) -> str:
                        for line in headers):
         return "v0"
     return "v1"
+
+
+def _drop_other_releases(scan: LogScan, patterns: list[LogPattern], spec: str) -> None:
+    """Where no line states the release, every release's wording was tried; the durations that
+    only releases outside the range the log's own clues allow print go. One line can read two
+    ways: "torch.compile takes X s in total" is a running total up to 0.11 and one compile's
+    wall time from 0.12, and the two add up differently."""
+    bounds = {b.operator: b.version for b in SpecifierSet(spec)}
+    allowed = (bounds.get(">="), bounds.get("<"))
+    for key in list(scan.durations):
+        ranges = [p.versions for p in patterns if p.key == key and p.kind == "duration"]
+        if ranges and not any(overlaps(r, allowed) for r in ranges):
+            del scan.durations[key]
+            scan.facts.setdefault("durations_of_other_releases", []).append(key)
 
 
 def _before_0_11(scan: LogScan, headers: list[LogLine]) -> bool:

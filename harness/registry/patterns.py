@@ -390,6 +390,10 @@ VERSION_CLUE_LINES: dict[str, str] = {
     "compile_range": r"Compiling a graph for compile range",
 }
 
+# The clues above read from V0's wording, which V1's first releases (0.7, 0.8) kept in their
+# own files ("kv_cache_utils.py:395] # GPU blocks: 1381"): no clue there (V1_SOURCES).
+V0_WORDING_CLUES: tuple[str, ...] = ("gpu_blocks", "platform_blocks")
+
 # The clues above that a line's source file is (the logger's "file.py:123" tag), where the line
 # says what that file did: vllm/model_executor/model_loader/loader.py printed the weights time
 # until 0.9 split it.
@@ -440,7 +444,7 @@ V0_PROCESSES: tuple[str, ...] = ("VllmWorkerProcess",)
 V0_SOURCES: tuple[str, ...] = ("worker.py", "engine.py")
 V0_SOURCES_BEFORE_0_11: tuple[str, ...] = ("model_runner.py",)
 V1_SOURCES: tuple[str, ...] = ("core.py", "core_client.py", "gpu_worker.py", "gpu_model_runner.py",
-                               "multiproc_executor.py",
+                               "multiproc_executor.py", "kv_cache_utils.py",
                                # vllm-ascend's V1 runner, which keeps V0's "Loading model
                                # weights took X GB"
                                "model_runner_v1.py")

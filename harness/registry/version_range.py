@@ -38,3 +38,10 @@ def in_range(version: str | None, rng: VersionRange) -> bool:
     v = _base(version)
     since, until = rng
     return (since is None or v >= Version(since)) and (until is None or v < Version(until))
+
+
+def overlaps(rng: VersionRange, other: VersionRange) -> bool:
+    """Whether two half-open ranges share a release."""
+    (since, until), (other_since, other_until) = rng, other
+    return ((since is None or other_until is None or Version(since) < Version(other_until))
+            and (other_since is None or until is None or Version(other_since) < Version(until)))
