@@ -156,8 +156,6 @@ CANNOT: dict[tuple[str, str], str] = {
          "header, name the platform; between two pasted boots such lines go with the boot "
          "that follows (a shell's or wrapper's lines before a boot do)")]},
     # Open defects, kept visible (strict: fixing them turns these into failures to remove).
-    ("044-npu-two-boots-inline-code.log", "bold"): "two labelled boots in inline code: bold "
-        "around the values breaks the split the labels give (open defect)",
     **{("049-torchtitan-actor-prefix.log", name): "its last line, a Dynamo time inside an "
        "[actor=...] tag, reads otherwise without its newline (open defect)"
        for name in ("no_final_newline", "bold+no_final_newline", "ansi+no_final_newline",
@@ -267,6 +265,9 @@ def test_markdown_and_other_units_read() -> None:
     assert boot.phases["model_loading"] == pytest.approx(9.03)
     assert boot.printed_total_s == pytest.approx(34.11)
     assert boot.evidence.facts["weights_gib"] == pytest.approx(15.41)
+    # bold inside inline code: the markers nest, and both pairs come off
+    quoted = "main: `init engine (profile, create kv cache, warmup model) took **52.96 seconds**`\n"
+    assert read_boots(quoted)[-1].printed_total_s == pytest.approx(52.96)
 
 
 def test_two_bare_message_boots_are_two_records() -> None:
