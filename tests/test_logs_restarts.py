@@ -166,3 +166,18 @@ def test_a_restart_that_reuses_the_pid_keeps_the_previous_boots_lines() -> None:
     boots = split_boots(lines + tail + lines)
     assert [len(b) for b in boots] == [len(lines) + 2, len(lines)]
     assert boots[0][-2:] == tail
+
+
+def test_unheaded_lines_between_two_boots_go_as_the_boots_begin() -> None:
+    """Lines with no timestamp between two pasted boots: as many open the next boot as opened
+    the first (none for a boot that begins at a record), the rest are the running boot's own
+    output. ROCm MI100's boot names its platform only in such a last line, a UserWarning."""
+    log = (Path(__file__).parent / "data" / "logs" / "public"
+           / "075-rocm-mi100-v0-blank-progress.log").read_text()
+    assert [b.platform for b in read_boots(log + log)] == ["rocm", "rocm"]
+    # a boot that opens with its own unheaded lines (the command's echo) gives the next one
+    # as many: they do not stay with the boot before
+    opened = "+ python -u serve.py --model /models/Qwen3-8B\n" + log
+    first, second = split_boots((opened + opened).splitlines())
+    assert first[0] == second[0] == "+ python -u serve.py --model /models/Qwen3-8B"
+    assert first[-1] == log.splitlines()[-1]

@@ -57,7 +57,8 @@ def split_boots(lines: list[str]) -> list[list[str]]:
     begins at the first line of start-up after it. Where the timestamps go back to the
     current boot's first one (more than a second back: not processes flushing out of order),
     a boot appended without any of these lines begins there, its last lines without a
-    timestamp (a printed total, the ready line) left with the boot before. A shell command
+    timestamp (a printed total, the ready line, a warning) left with the boot before, but for
+    as many as opened the current boot before its first timestamp. A shell command
     that starts vLLM ("$ vllm serve M", "python -m vllm.entrypoints.openai.api_server"),
     pasted before each boot's lines, begins the next boot where a line of vLLM's came since
     the current one began.
@@ -83,7 +84,8 @@ def split_boots(lines: list[str]) -> list[list[str]]:
             read_since_begin = False
             continue
         read_since_begin = read_since_begin or any(r.search(line.text) for r in _ANY_LINE)
-        begin = _appended_boot(parsed, times, i, last_stamped, first_t, latest, ended)
+        begin = _appended_boot(parsed, times, i, boot_begin, last_stamped, first_t, latest,
+                               ended)
         if begin is not None and begin > boot_begin:
             cuts.append(begin)
             boot_begin, seen, loaded, ended, last_start = begin, set(), {}, {}, begin - 1
@@ -146,12 +148,17 @@ def _holds_log(line: LogLine) -> bool:
     return line.level is not None or any(r.search(line.text) for r in _ANY_LINE)
 
 
-def _appended_boot(parsed: list[LogLine], times: list[float | None], i: int, last_stamped: int,
-                   first_t: float | None, latest: float | None,
+def _appended_boot(parsed: list[LogLine], times: list[float | None], i: int, boot_begin: int,
+                   last_stamped: int, first_t: float | None, latest: float | None,
                    ended: dict[Any, int]) -> int | None:
     """Where a boot that line ``i`` shows to be another one began (``split_boots``): its
     once-per-boot end line again from the same process, or its timestamp back at the current
-    boot's start. None: line ``i`` continues the boot."""
+    boot's start. None: line ``i`` continues the boot.
+
+    Between the two, the lines without a timestamp are split as the boots of one paste begin
+    alike: as many of them open the next boot as opened the current one before its first
+    timestamp (a shell's or wrapper's lines, import-time warnings), and those before them are
+    the running boot's own output (a warning and its source line, a trace) and stay with it."""
     once = _once_at_end(parsed[i])
     if once is not None and once in ended:
         return next((j for j in range(ended[once] + 1, i)
@@ -164,7 +171,8 @@ def _appended_boot(parsed: list[LogLine], times: list[float | None], i: int, las
     for j in range(last_stamped + 1, i):
         if any(r.search(parsed[j].text) for r in _TRAILERS):
             begin = j + 1
-    return begin
+    opening = next((j for j in range(boot_begin, i) if times[j] is not None), i) - boot_begin
+    return max(begin, i - opening)
 
 
 def _once_at_end(line: LogLine) -> tuple[int, Any] | None:

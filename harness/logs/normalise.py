@@ -46,9 +46,11 @@ _WRAPPERS = re.compile(
 # Markdown emphasis and inline code around a value or a word: "**34.11 seconds**",
 # "*34.11*", "`34.11 s`". The opening marker follows a space or punctuation that opens, so a
 # glob in a message ("['*.safetensors', '*.bin']") is left alone; underscores are not taken
-# for emphasis, since "__init__.py" names a file.
-_EMPHASIS = re.compile(r"(?:(?<=^)|(?<=[\s(\[:=,]))(?P<m>\*{1,3}|`{1,2})"
-                       r"(?P<body>[^\s*`](?:[^*`\n]*?[^\s*`])?)(?P=m)(?=$|[\s).,:;\]!?])")
+# for emphasis, since "__init__.py" names a file. Markers nest ("`took **52.96 seconds**`":
+# bold inside inline code), so a marker may also stand next to another one, and the innermost
+# pair is taken off first (``_plain``).
+_EMPHASIS = re.compile(r"(?:(?<=^)|(?<=[\s(\[:=,*`]))(?P<m>\*{1,3}|`{1,2})"
+                       r"(?P<body>[^\s*`](?:[^*`\n]*?[^\s*`])?)(?P=m)(?=$|[\s).,:;\]!?*`])")
 # The start of a record, where a hard-wrapped line cannot go on: vLLM's header (level and
 # timestamp, after a short prefix: process tags, a list marker), a process tag, a traceback.
 _RECORD = re.compile(r"^.{0,40}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}"
@@ -116,7 +118,17 @@ def _inner(line: str) -> str:
         if found is None or not found.group(0):
             break
         line = line[found.end():]
-    return _EMPHASIS.sub(lambda m: m["body"], line)
+    return _plain(line)
+
+
+def _plain(line: str) -> str:
+    """``line`` without markdown emphasis or inline code, nested pairs too: each pass takes
+    off the pairs that hold no other marker, until none is left."""
+    while True:
+        plain = _EMPHASIS.sub(lambda m: m["body"], line)
+        if plain == line:
+            return line
+        line = plain
 
 
 def _unwrap(lines: list[str]) -> list[str]:

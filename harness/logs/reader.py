@@ -57,6 +57,7 @@ mapping and reproduces the study's published numbers from the same scan.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -133,8 +134,9 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
 
     Parameters
     ----------
-    path_or_text : a ``Path``, a ``str`` without a newline (a file name), or the log itself
-        (a ``str`` with at least one newline).
+    path_or_text : a ``Path``, a ``str`` without a line break (a file name, unless it is
+        itself a line of a vLLM log: a one-line paste without its newline), or the log itself
+        (a ``str`` with at least one line break).
     model : the model name to record; by default the log's model (the last component of a
         local path, or the hub id), else the study's file name ``output_model_<name>...txt``.
 
@@ -164,7 +166,7 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
     non-default args, a value of this process's secret-named variables) is kept out of them
     (``harness.secrets``)."""
     source_path: str | None = None
-    if isinstance(path_or_text, Path) or "\n" not in path_or_text:
+    if isinstance(path_or_text, Path) or _file_name(path_or_text):
         source_path = str(path_or_text)
         text = Path(path_or_text).read_text(encoding="utf-8", errors="replace")
     else:
@@ -194,6 +196,16 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
             result.evidence.boot_in_log = i + 1
         out.append(result.redacted(secrets))
     return out
+
+
+def _file_name(text: str) -> bool:
+    """Whether a ``str`` given to ``read_boots`` names a file rather than holding the log: it
+    has no line break, and it is no line of a vLLM log (a one-line log pasted without its
+    final newline, "INFO 04-28 16:20:20 [backends.py:1128] ... 15.26 s"), unless a file of
+    that name exists."""
+    if "\n" in text or "\r" in text:
+        return False
+    return os.path.isfile(text) or not any(is_log_line(line) for line in normalise(text))
 
 
 def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
