@@ -309,6 +309,22 @@ def test_the_engine_line_s_compilation_is_torch_compile() -> None:
     assert result.phases["kv_cache_profiling"] == pytest.approx(153.19 - 92.51 - 9)
 
 
+def test_records_a_host_logged_again_in_its_tracing_format() -> None:
+    # https://github.com/ai-dynamo/dynamo/pull/839 (turn 4): NVIDIA Dynamo relogs vLLM's
+    # records as "<RFC 3339>  LEVEL module.function: message"; the module is vLLM's file
+    result = _read("""
+2025-04-28T20:48:37.674Z  INFO cuda.get_attn_backend_cls: Using Flash Attention backend.   
+2025-04-28T20:48:38.267Z  INFO parallel_state.initialize_model_parallel: rank 0 in world size 1 is assigned as DP rank 0, PP rank 0, TP rank 0   
+2025-04-28T20:48:38.267Z  INFO model_runner.load_model: Starting to load model deepseek-ai/DeepSeek-R1-Distill-Llama-8B...   
+2025-04-28T20:48:40.748Z  INFO weight_utils.download_weights_from_hf: Using model weights format ['*.safetensors']   
+""")
+    assert result.platform == "cuda"  # cuda.py, as a "[cuda.py:N]" tag names it
+    assert result.evidence.facts["engine"] == "v0"  # V0's backend line; the format is no clue
+    assert result.engine_config["tensor_parallel_size"] == 1
+    # its instants are the records' own, not a Kubernetes prefix taken off
+    assert result.evidence.facts["log_span_s"] == pytest.approx(3.074)
+
+
 def test_a_platform_ruled_out_is_not_the_platform() -> None:
     # https://github.com/vllm-project/vllm/issues/17676: vLLM's DEBUG probe names each
     # platform it rules out

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from harness.registry.patterns import LOG_PATTERNS
+from harness.registry.patterns import LOG_PATTERNS, RELOGGED_HEADER_REGEX
 from harness.registry.version_range import is_version
 
 __all__ = ["LogLine", "parse_line", "parse_timestamp", "place_in_time", "detect_version",
@@ -38,6 +38,7 @@ _HEADER = re.compile(
 _PROCESS = re.compile(r"\((?P<name>[^()]*?)\s+(?:rank=\d+\s+)?pid=(?P<pid>\d+)"
                       r"(?:,\s*ip=(?P<ip>[0-9A-Fa-f.:]+))?\)")
 _SOURCE_FILE = re.compile(r"([\w.\-]+\.py):\d+")
+_RELOGGED = re.compile(RELOGGED_HEADER_REGEX)
 # vLLM's timestamps carry no year. The stand-in year is a common one (a leap year would put
 # a 29 Feb between 28 Feb and 1 Mar and add a day to a boot crossing them), unless the log
 # itself names a 29 Feb; a boot crossing New Year moves to the next stand-in year.
@@ -60,6 +61,9 @@ class LogLine:
     # Every process tag of the prefix, outermost first: (name, pid, ip). The whole chain names
     # the process (ranks under one EngineCore, Ray workers on several nodes with one pid).
     tags: tuple[tuple[str, int, str | None], ...] = ()
+    # Logged again by a host in its own format (RELOGGED_HEADER_REGEX): the source is vLLM's,
+    # the header's form is not, so it is no clue to the release or engine.
+    relogged: bool = False
 
     @property
     def who(self) -> Any:
@@ -126,7 +130,7 @@ def parse_line(raw: str) -> LogLine:
     clean = _ANSI.sub("", raw).rstrip("\r\n")
     header = _HEADER.match(clean)
     if header is None:
-        return LogLine(clean.strip(), clean, None, None, None, None)
+        return _relogged(clean)
     tags = list(_PROCESS.finditer(header["prefix"]))
     proc = tags[-1] if tags else None
     where = _SOURCE_FILE.search(header["where"] or header["where_v0"] or "")
@@ -139,6 +143,27 @@ def parse_line(raw: str) -> LogLine:
         source=where.group(1) if where else None,
         tags=tuple((t["name"], int(t["pid"]), t["ip"]) for t in tags),
     )
+
+
+def _relogged(clean: str) -> LogLine:
+    """A record logged again in a tracing format, or a line with no header at all."""
+    found = _RELOGGED.match(clean)
+    if found is None:
+        return LogLine(clean.strip(), clean, None, None, None, None)
+    tags = list(_PROCESS.finditer(found["prefix"]))
+    proc = tags[-1] if tags else None
+    stamp = found["ts"].replace("T", " ")
+    if "." in stamp:  # nanoseconds (Rust's tracing) to what datetime reads
+        whole, fraction = stamp.split(".")
+        stamp = f"{whole}.{fraction[:6]}"
+    return LogLine(
+        found["msg"].strip(), clean, parse_timestamp(stamp),
+        "DEBUG" if found["level"] == "TRACE" else
+        next(whole for whole in _LEVELS if whole.startswith(found["level"])),
+        proc["name"] if proc else None, int(proc["pid"]) if proc else None,
+        subsecond="." in stamp, stamp=stamp, ip=proc["ip"] if proc else None,
+        prefix=found["prefix"], source=found["module"].rsplit(".", 1)[-1] + ".py",
+        tags=tuple((t["name"], int(t["pid"]), t["ip"]) for t in tags), relogged=True)
 
 
 def has_process_tag(raw: str) -> bool:

@@ -36,8 +36,10 @@ _WRAPPERS = re.compile(
     r"\[\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?Z?\]"
     # TorchServe's "2024-09-13T22:25:37,532 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - "
     r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)? \[[A-Z]+\s*\] \S+(?: MODEL_LOG)? -(?= |$)"
-    # Kubernetes' (kubectl logs --timestamps) RFC 3339 "2025-06-01T12:00:00.123456789Z "
+    # Kubernetes' (kubectl logs --timestamps) RFC 3339 "2025-06-01T12:00:00.123456789Z ", not
+    # the instant of a record relogged in a tracing format (RELOGGED_HEADER_REGEX), its own
     r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})(?= )"
+    r"(?!\s+(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s+\w+(?:\.\w+)+:\s)"
     # docker compose's "service-1  | " (the name padded to the longest service's)
     r"|[A-Za-z0-9][\w.\-]*\s+\|(?= |$)"
     # Ray's "(pid=123) " of a worker without a class name: no process tag of vLLM's
@@ -54,7 +56,8 @@ _EMPHASIS = re.compile(r"(?:(?<=^)|(?<=[\s(\[:=,*`]))(?P<m>\*{1,3}|`{1,2})"
 # The start of a record, where a hard-wrapped line cannot go on: vLLM's header (level and
 # timestamp, after a short prefix: process tags, a list marker), a process tag, a traceback.
 _RECORD = re.compile(r"^.{0,40}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}"
-                     r"[ T]\d{2}:|^\s*(?:\([^()]*\bpid=\d+[^()]*\)|Traceback \(|File \")")
+                     r"[ T]\d{2}:|^\s*(?:\([^()]*\bpid=\d+[^()]*\)|Traceback \(|File \")|"
+                     r"^\s*\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S*\s+(?:TRACE|DEBUG|INFO|WARN)")
 _HEADER_AHEAD = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}")
 _COMMAND = re.compile(COMMAND_LINE_REGEX)
 # vLLM's own messages, anchored at the line's start (the patterns search, so a bare message

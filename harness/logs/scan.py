@@ -302,7 +302,8 @@ def _clues(line: LogLine, platforms: list[str], versions: set[str]) -> None:
                     and not (name in V0_WORDING_CLUES and line.source in _V1_SOURCES))
     versions.update(name for name, (source, clue) in _VERSION_CLUE_SOURCES.items()
                     if line.source == source and clue.search(line.text))
-    if line.level is not None and line.source and line.raw.split(line.source)[0][-1:] == "[":
+    if (line.level is not None and line.source and not line.relogged
+            and line.raw.split(line.source)[0][-1:] == "["):
         versions.add("bracketed_source")
 
 
@@ -334,15 +335,17 @@ def _engine(scan: LogScan, processes: set[str], parsed: list[LogLine]) -> str:
           + len(sources & set(V0_SOURCES)))
     v1 = (sum(k in seen for k in V1_ONLY_KEYS) + named(V1_PROCESSES)
           + len(sources & set(V1_SOURCES)))
-    if sources & set(V0_SOURCES_BEFORE_0_11) and _before_0_11(scan, headers):
+    # the logger's own format, where a host did not log the records again in its own
+    formatted = [line for line in headers if not line.relogged]
+    if sources & set(V0_SOURCES_BEFORE_0_11) and _before_0_11(scan, formatted):
         v0 += 1
     if v0 != v1:
         return "v0" if v0 > v1 else "v1"
     # Nothing tells the engines apart (or as much for each): the logger's format does. Every
     # record with the bracketless "file.py:123]" tag is 0.7 or older, where V0 was the default
     # engine (V1 an opt-in alpha) -- an excerpt of plugin or config lines included.
-    if headers and all(line.source and "[" not in line.raw.split(line.source)[0][-1:]
-                       for line in headers):
+    if formatted and all(line.source and "[" not in line.raw.split(line.source)[0][-1:]
+                         for line in formatted):
         return "v0"
     return "v1"
 

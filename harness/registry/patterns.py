@@ -82,6 +82,13 @@ COMMAND_LINE_REGEX = (r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.@:~/-]*[$#%>]\s+)?"
                       r"(?:[A-Z_][A-Z0-9_]*=\S*\s+)*"
                       r"(?:vllm\s+serve|python[\d.]*\s+-m\s+vllm\.entrypoints\.[\w.]+)(?:\s|$)")
 PROCESS_FIRST_LINES_REGEX = rf"{_PLATFORM_PLUGINS}|{_PLATFORM_DETECTED}"
+# vLLM's records logged again by a host in a tracing format (NVIDIA Dynamo: "2025-04-28T20:48:
+# 38.267Z  INFO model_runner.load_model: Starting to load model ..."): an RFC 3339 instant, the
+# level, the module and function that logged, the message. The module is vLLM's file.
+RELOGGED_HEADER_REGEX = (
+    r"^(?P<prefix>.*?)(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)(?:Z|[+-]\d{2}:?\d{2})?"
+    r"\s+(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s+"
+    r"(?P<module>\w+(?:\.\w+)*?)\.(?P<function>\w+):\s(?P<msg>.*)$")
 
 LOG_PATTERNS: tuple[LogPattern, ...] = (
     # ---- durations vLLM reports itself
