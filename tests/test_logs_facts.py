@@ -325,6 +325,35 @@ def test_records_a_host_logged_again_in_its_tracing_format() -> None:
     assert result.evidence.facts["log_span_s"] == pytest.approx(3.074)
 
 
+def test_the_journal_s_prefix_comes_off_in_the_machine_s_language() -> None:
+    # https://github.com/1CatAI/1Cat-vLLM/issues/237 (turn 0): journalctl, a Russian month;
+    # taken off, a terminal's hard wrap of these lines is undone as of any other
+    from harness.logs.normalise import normalise
+
+    pasted = ("авг 18 14:15:02 llm python3[28147]: (Worker_TP2 pid=28147) INFO 08-18 14:15:02 "
+              "[awq_sm70_warmup.py:828] Warming up SM70 TurboMind accepted routes")
+    assert normalise(pasted) == [pasted.split(": ", 1)[1]]
+    wrapped = "\n".join(pasted[i:i + 80] for i in range(0, len(pasted), 80))
+    assert normalise(wrapped) == normalise(pasted)
+
+
+def test_the_ranks_an_assignment_line_names() -> None:
+    # https://github.com/vllm-project/vllm/issues/16692 (turn 0): rank 5's line, TP rank 5
+    result = _read("\x1b[36m(RayWorkerWrapper pid=861)\x1b[0m INFO 04-16 10:28:07 "
+                   "[parallel_state.py:959] rank 5 in world size 16 is assigned as DP rank 0, "
+                   "PP rank 0, TP rank 5")
+    assert result.engine_config["tensor_parallel_size_at_least"] == 6
+    assert "pipeline_parallel_size_at_least" not in result.engine_config  # rank 0: one or more
+
+
+def test_cuda_s_allocator_names_cuda() -> None:
+    # https://github.com/vllm-project/vllm/issues/31273 (turn 0): a ROCm build says "HIP out
+    # of memory"
+    result = _read("(EngineCore_DP0 pid=556790) torch.OutOfMemoryError: CUDA out of memory. "
+                   "Tried to allocate 80.00 MiB. GPU 0 has a total capacity of 139.72 GiB")
+    assert result.platform == "cuda"
+
+
 def test_a_platform_ruled_out_is_not_the_platform() -> None:
     # https://github.com/vllm-project/vllm/issues/17676: vLLM's DEBUG probe names each
     # platform it rules out

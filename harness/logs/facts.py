@@ -15,6 +15,7 @@ from harness.registry.patterns import PLATFORM_OF_LOCAL_VERSION, PLATFORM_OF_PLU
 
 __all__ = ["fact_value", "compile_disabled", "compile_cache_state", "engine_config",
            "capture_not_applicable", "resolve_platform", "version_range", "parallel_ranks",
+           "assigned_ranks",
            "platform_of_version"]
 
 # Process tags that name a rank: "(Worker_TP1_PP0 pid=..)" and "(VllmWorker TP3 pid=..)"
@@ -78,15 +79,21 @@ def engine_config(facts: dict[str, Any]) -> dict[str, Any]:
     # is assigned as DP rank 0", V1 counting every engine's ranks; "(EngineCore_DP1 ...)") is
     # one TP and one PP rank each, whatever lines a paste left out.
     world = facts.get("world_size")
-    if world is not None and int(world) <= max(facts.get("dp_ranks_seen") or [0]) + 1:
+    data_parallel = (facts.get("dp_ranks_seen") or []) + (facts.get("dp_ranks_assigned") or [])
+    if world is not None and int(world) <= max(data_parallel or [0]) + 1:
         out.setdefault("tensor_parallel_size", 1)
         out.setdefault("pipeline_parallel_size", 1)
-    # Rank tags give a floor, not the size: a paste may leave the highest ranks out.
-    for key, ranks, floor in (("tensor_parallel_size", "tp_ranks_seen", 2),
-                              ("pipeline_parallel_size", "pp_ranks_seen", 2),
-                              ("world_size", "ranks_seen", 1)):
-        at_least = max(max(facts.get(ranks) or [-1]) + 1, floor)
-        if key not in out and facts.get(ranks) and at_least > 1:
+    # Ranks give a floor, not the size: a paste may leave the highest ranks out. A tag says
+    # more than its number (vLLM adds _TPn, _PPn only where the size is over 1); an
+    # assignment line names its rank alone.
+    for key, kind, tag_floor in (("tensor_parallel_size", "tp", 2),
+                                 ("pipeline_parallel_size", "pp", 2), ("world_size", "", 1)):
+        tagged = facts.get(f"{kind}_ranks_seen" if kind else "ranks_seen") or []
+        assigned = (facts.get(f"{kind}_ranks_assigned") or []) if kind else []
+        at_least = max(max(tagged) + 1, tag_floor) if tagged else 1
+        if assigned:
+            at_least = max(at_least, max(assigned) + 1)
+        if key not in out and at_least > 1:
             out[f"{key}_at_least"] = at_least
     return out
 
@@ -103,6 +110,25 @@ def parallel_ranks(prefixes: Iterable[str]) -> dict[str, list[int]]:
         seen["dp_ranks_seen"].update(int(n) for n in _DP_TAG.findall(prefix))
         seen["ranks_seen"].update(int(a or b) for a, b in _RANK_TAG.findall(prefix))
     return {key: sorted(ranks) for key, ranks in seen.items() if ranks}
+
+
+# parallel_state's "rank 5 in world size 16 is assigned as DP rank 0, PP rank 0, TP rank 5"
+# (PCP and EP ranks between or after, per release): the ranks the line names
+_ASSIGNED = re.compile(r"\bis assigned as\b(?P<ranks>(?:,?\s*[A-Z]+ rank \d+)+)")
+_ASSIGNED_RANK = re.compile(r"\b(?P<kind>DP|PP|TP) rank (?P<n>\d+)")
+
+
+def assigned_ranks(messages: Iterable[str]) -> dict[str, list[int]]:
+    """The data-, pipeline- and tensor-parallel ranks parallel_state's assignment lines name
+    (``dp_ranks_assigned``, ``pp_ranks_assigned``, ``tp_ranks_assigned``)."""
+    seen: dict[str, set[int]] = {}
+    for message in messages:
+        found = _ASSIGNED.search(message)
+        if found is None:
+            continue
+        for rank in _ASSIGNED_RANK.finditer(found["ranks"]):
+            seen.setdefault(f"{rank['kind'].lower()}_ranks_assigned", set()).add(int(rank["n"]))
+    return {key: sorted(ranks) for key, ranks in seen.items()}
 
 
 def resolve_platform(facts: dict[str, Any], clues: list[str], sources: list[str]) -> None:

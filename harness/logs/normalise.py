@@ -40,6 +40,9 @@ _WRAPPERS = re.compile(
     # the instant of a record relogged in a tracing format (RELOGGED_HEADER_REGEX), its own
     r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})(?= )"
     r"(?!\s+(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s+\w+(?:\.\w+)+:\s)"
+    # the systemd journal's (and syslog's) "Aug 04 16:26:11 host ident[pid]: ", the month in
+    # the machine's language ("авг 18 14:14:59 llm python3[28145]: ")
+    r"|[^\W\d_]{3,5}\.?\s{1,2}\d{1,2} \d{2}:\d{2}:\d{2} [\w.\-]+ [\w.\-/@]+(?:\[\d+\])?:(?= |$)"
     # docker compose's "service-1  | " (the name padded to the longest service's)
     r"|[A-Za-z0-9][\w.\-]*\s+\|(?= |$)"
     # Ray's "(pid=123) " of a worker without a class name: no process tag of vLLM's

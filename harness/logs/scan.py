@@ -20,6 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from harness.logs.facts import (
+    assigned_ranks,
     capture_not_applicable,
     compile_cache_state,
     fact_value,
@@ -269,6 +270,7 @@ def scan_lines(lines: Iterable[str], version: str | None = None) -> LogScan:
     scan.facts.update(parallel_ranks(
         line.prefix if line.level is not None else _LEADING_TAGS.match(line.raw).group(0)
         for line in parsed))
+    scan.facts.update(assigned_ranks(line.text for line in parsed))
     if traceback_phase is not None:
         scan.facts["traceback_phase"] = traceback_phase
     if errors:

@@ -349,7 +349,9 @@ PLATFORM_CLUES: tuple[tuple[str, str], ...] = (
     # NVIDIA's cuda-python modules (FutureWarning "The cuda.cudart module is deprecated")
     # and FlashInfer's JIT and autotuner (vLLM builds FlashInfer for CUDA alone)
     ("cuda", r"Confirmed CUDA platform is available|\bcuda\.(?:cudart|nvrtc|bindings)\b|"
-             r"\bflashinfer\.jit\b"),
+             r"\bflashinfer\.jit\b|"
+             # torch's allocator (a ROCm build says "HIP out of memory")
+             r"\bCUDA out of memory\b"),
 )
 # The platform a vLLM build's version names in its local label ("0.23.1.dev0+rocm7.15.0..",
 # "0.9.2.dev270+g167aca45c.xpu", "0.10.1+cu128", "0.8.5+cpu"): each dot-separated part of
