@@ -136,7 +136,8 @@ def test_corpus_agreement_count() -> None:
 def test_the_heldout_check_scores_the_corpus_in_full() -> None:
     """scripts/heldout_check.py's scoring over this corpus: every printed duration, mapped
     or not, is among what the reader gives, and no engine, platform or TP size it reads
-    contradicts the manifest (where it reads none, no line of the excerpt states it)."""
+    contradicts the manifest (where it reads none, no line of the excerpt states it). A log
+    with a reader_gap is left out: its strict expected failure in test_public_log holds it."""
     from harness.logs.check import check_manifest, fact_agrees
 
     report = check_manifest(PUBLIC)
@@ -145,7 +146,7 @@ def test_the_heldout_check_scores_the_corpus_in_full() -> None:
     missed = [(log["file"], o["words"], o["printed"]) for log in report["per_log"]
               if log["file"] not in gaps for o in log["durations"] if not o["reproduced"]]
     assert not missed, missed
-    wrong = [(log["file"], name, fact) for log in report["per_log"]
+    wrong = [(log["file"], name, fact) for log in report["per_log"] if log["file"] not in gaps
              for name, fact in log["facts"].items()
              if fact["read"] is not None and not fact_agrees(name, fact)]
     assert not wrong, wrong
