@@ -153,6 +153,56 @@ CANNOT: dict[tuple[str, str], str] = {
             "an app's lines and one config line", "a few seconds")),
         ("089-hpu-gaudi3-v1-runtime.log", _NO_BOOT_LINE.format(
             "vllm-gaudi's runtime listing", "one instant"))]},
+    # Sessions heldout4-6's batches (090-140): excerpts of a boot's middle, with no line that
+    # starts a boot, and one whose header the reader does not read (121's reader gap).
+    **{(name, "two_boots"): why for name, why in [
+        ("092-v1-2026-aot-load-eagle-recompile.log", _NO_BOOT_LINE.format(
+            "an AOT cache load, the warm-up and a drafter's recompile", "one second")),
+        ("095-v1-dp0-tp8-ep-capture-bars.log", _NO_BOOT_LINE.format(
+            "capture bars and ranks' lines after them", "one instant")),
+        ("104-v1-tp0-blank-prefix-drafter.log", _NO_BOOT_LINE.format(
+            "a weights line between progress bars and the drafter's start", "one instant")),
+        ("106-v1-fastsafetensors-tp0-enforce-eager.log", _NO_BOOT_LINE.format(
+            "shard bars, a weights line and the drafter's start", "one instant")),
+        ("107-compose-gb10-fastsafetensor-bars.log", _NO_BOOT_LINE.format(
+            "an attention-backend line and a loader's bars", "one instant")),
+        ("109-v0-vllmworkerprocess-memory-profiling.log", _NO_BOOT_LINE.format(
+            "workers' memory-profiling lines", "one instant")),
+        ("110-npu-ascend-v0-literal-ansi-caret.log", _NO_BOOT_LINE.format(
+            "an Ascend plugin's warnings", "one instant")),
+        ("113-v1-072-v1-mode-download-bars.log", "no line the reader cuts boots at (an "
+         "excerpt of a worker's load start, backend lines and download bars: a load start "
+         "opens another engine only after a second 'Model loading took') and one second: a "
+         "second copy reads as the same boot going on"),
+        ("116-rocm-compose-capture-crash-nobar.log", _NO_BOOT_LINE.format(
+            "capture bars and a worker's traceback", "one instant")),
+        ("117-npu-double-prefix-weights-325s.log", _NO_BOOT_LINE.format(
+            "shard bars and a weights line", "one instant")),
+        ("118-v1-tp1-download-glued-bar.log", _NO_BOOT_LINE.format(
+            "a download line and shard bars", "one instant")),
+        ("121-dynamo-rust-logger-v0-world1.log", "NVIDIA Dynamo's re-logged lines, whose "
+         "header the reader does not read (its reader gap): no timestamp and no line of a "
+         "boot's start is seen, so a second copy reads as the same boot going on"),
+        ("123-v1-021-tp4-cudagraph-profiling-notice.log", _NO_BOOT_LINE.format(
+            "ranks' KV-cache and graph-memory lines", "one second")),
+        ("128-v1-tp2-capture-bars-one-line.log", _NO_BOOT_LINE.format(
+            "capture bars and ranks' graph-pool lines", "one instant")),
+        ("129-v0-seven-process-capture-finished-no-took.log", _NO_BOOT_LINE.format(
+            "seven processes' capture lines", "one instant")),
+        ("136-xpu-tp4-space-padded-lines.log", _NO_BOOT_LINE.format(
+            "ranks' backend and checkpoint lines", "one instant")),
+        ("138-hpu-2026-sampler-warmup-worker-tp0.log", _NO_BOOT_LINE.format(
+            "vllm-gaudi's sampler warm-up lines", "one instant"))]},
+    # Open defects, kept visible (strict: fixing them turns these into failures to remove).
+    ("115-v0-2024-marker-prefix-mb.log", "bold+wrapped"): "the author's '>> ' before one "
+        "record is taken off as a quote marker before a hard wrap is undone, so that line, "
+        "wrapped with the marker counted, is narrower than the wrap and its cut value "
+        "('**244.61 M' / 'B**') stays apart: the weights memory line, where profiling starts, "
+        "is lost (open defect)",
+    ("127-v0-mqllmengine-debug-memory-profiling.log", "compose+wrapped"): "a wrap right after "
+        "a worker's header ('... worker.py:241] ' / 'Memory profiling takes 6.95 seconds'): a "
+        "bare vLLM message never continues a wrap, so the header keeps no message and the "
+        "worker's profiling goes to the driver's (6.84 + 6.95) (open defect)",
 }
 
 
@@ -220,8 +270,10 @@ def test_the_corpus_is_every_log_the_reader_is_tested_on() -> None:
     assert len([p for p in CORPUS if p.suffix == ".txt"]) >= 30
     # kept short: the excerpts no copy can split, and the open defects named one by one
     # (30 -> 36: the held-out batch 075-089 brought six such excerpts with 15 logs; 36 -> 22:
-    # 044 with bold values and 049 without its final newline read, fixed in the reader)
-    assert len(CANNOT) <= 22
+    # 044 with bold values and 049 without its final newline read, fixed in the reader;
+    # 22 -> 40: the held-out batches 090-140 brought 17 such excerpts and two open defects
+    # with 51 logs)
+    assert len(CANNOT) <= 40
 
 
 # The ending of vLLM 0.5.0 .. 0.7.0 driver scripts, as three held-out logs have it.

@@ -9,7 +9,9 @@ A printed duration is reproduced where the reader gives the same value within 5 
 (issue 27's tolerance): for one that maps to a phase, a subphase or the printed total,
 there; for one that maps to none (another rank's line, a boot before the asserted one), among
 every duration the reader took from the log (``log_durations`` and the values of repeated
-lines). ``scripts/heldout_check.py`` runs this over a folder and prints the score.
+lines). The facts compared are those the entry states: its engine ("v0" / "v1"; null where no
+line of the excerpt states it), its platform (unless "not stated ...") and its TP size.
+``scripts/heldout_check.py`` runs this over a folder and prints the score.
 """
 
 from __future__ import annotations
@@ -106,8 +108,10 @@ def check_entry(folder: Path, entry: dict[str, Any]) -> LogOutcome:
             got = value_of(boots[(boot or len(boots)) - 1], target)
         out.durations.append(Outcome(words, printed, target, boot, got, agrees(got, printed)))
     last = boots[-1]
-    out.facts["engine"] = {"expected": entry.get("engine"),
-                           "read": last.evidence.facts.get("engine")}
+    # null where no line of the excerpt states the engine: nothing to hold the reader to
+    if entry.get("engine"):
+        out.facts["engine"] = {"expected": entry["engine"],
+                               "read": last.evidence.facts.get("engine")}
     expected_platform = _expected_platform(entry.get("platform"))
     if expected_platform is not None:
         out.facts["platform"] = {"expected": expected_platform, "read": last.platform}
