@@ -61,6 +61,10 @@ _EMPHASIS = re.compile(r"(?:(?<=^)|(?<=[\s(\[:=,*`]))(?P<m>\*{1,3}|`{1,2})"
 _RECORD = re.compile(r"^.{0,40}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}"
                      r"[ T]\d{2}:|^\s*(?:\([^()]*\bpid=\d+[^()]*\)|Traceback \(|File \")|"
                      r"^\s*\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S*\s+(?:TRACE|DEBUG|INFO|WARN)")
+# A header whose message a wrap cut off whole ("... [worker.py:241] " / "Memory profiling
+# takes 6.95 seconds"): the next line is its message, though it reads like a record's start.
+_HEADER_ALONE = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}"
+                           r"[ T][\d:.,]+\s+\[?[\w.\-]+:\d+\]\s*$")
 _HEADER_AHEAD = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}")
 _COMMAND = re.compile(COMMAND_LINE_REGEX)
 # vLLM's own messages, anchored at the line's start (the patterns search, so a bare message
@@ -98,22 +102,25 @@ def normalise(text: str) -> list[str]:
     newline ends it; blank lines and lines the layers leave empty are kept as blank lines
     where they held text only of a layer (a code fence is dropped)."""
     physical = [_outer(line) for line in text.splitlines()]
-    physical = [line for line in physical if line is not None]
-    logical = _unwrap(physical)
+    logical = _unwrap([line for line in physical if line is not None])
     return [_inner(line) for line in logical]
 
 
-def _outer(line: str) -> str | None:
+def _outer(line: str) -> tuple[str, int] | None:
     """Take off what sits on the physical line (drawn by the terminal, added when quoting),
-    before a hard wrap is undone: colour codes, CR, quote markers, box borders."""
+    before a hard wrap is undone: colour codes, CR, quote markers, box borders. With the line,
+    the width a terminal wrapped it at: a marker the author typed before the record (">> ")
+    was on the terminal's line too."""
     line = _ESCAPES.sub("", line).replace("\r", "")
     if _FENCE.match(line):
         return None
-    line = _QUOTE.sub("", line, count=1)
+    quoted = _QUOTE.match(line)
+    marker = len(quoted.group(0)) if quoted else 0
+    line = line[marker:]
     box = _BOX.match(line)
     if box is not None:
-        line = box["body"]
-    return line
+        return box["body"], len(box["body"])
+    return line, len(line) + marker
 
 
 def _inner(line: str) -> str:
@@ -137,26 +144,27 @@ def _plain(line: str) -> str:
         line = plain
 
 
-def _unwrap(lines: list[str]) -> list[str]:
+def _unwrap(lines: list[tuple[str, int]]) -> list[str]:
     """Join the lines a terminal hard-wrapped at its width: a line exactly as wide as the
     widest one, followed by a line that does not start a record, goes on in it. The width is
     trusted where at least two different lines reach it, or where it is 80 columns (a single long line
     wrapped once). A line cut by hand between a number and its unit is joined too."""
-    width = max((len(line) for line in lines), default=0)
+    width = max((wide for _, wide in lines), default=0)
     # distinct lines: a log pasted twice holds its widest line twice
-    wrapped = width >= 40 and (len({line for line in lines if len(line) == width}) >= 2
+    wrapped = width >= 40 and (len({line for line, wide in lines if wide == width}) >= 2
                                or width == 80)
     out: list[str] = []
     joining = False
-    for line in lines:
-        if out and joining and line and (not _starts_record(line) or _cut_in_prefix(out[-1])):
+    for line, wide in lines:
+        if out and joining and line and (not _starts_record(line) or _cut_in_prefix(out[-1])
+                                         or _HEADER_ALONE.search(out[-1])):
             out[-1] += line
         elif (out and _ENDS_IN_NUMBER.search(out[-1]) and _UNIT_FIRST.match(line)
               and not _starts_record(line)):
             out[-1] += " " + line.lstrip()
         else:
             out.append(line)
-        joining = wrapped and len(line) == width
+        joining = wrapped and wide == width
     return out
 
 
