@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from harness.registry.patterns import LOG_PATTERNS, RELOGGED_HEADER_REGEX
+from harness.registry.patterns import LOG_LEVELS, LOG_PATTERNS, RELOGGED_HEADER_REGEX
 from harness.registry.version_range import is_version
 
 __all__ = ["LogLine", "parse_line", "parse_timestamp", "place_in_time", "detect_version",
@@ -23,8 +23,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 # VLLM_LOGGING_PREFIX and "(EngineCore_DP0 pid=42)"-style process tags.
 # A paste cut at the line's start may keep only the level's end ("O 04-11 12:37:49 [llm_engine.py:
 # 242] ..."): the timestamp and tag that follow make it a header still.
-_LEVELS = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL")
-_LEVEL_ENDS = sorted({level[i:] for level in _LEVELS for i in range(len(level))}, key=len,
+_LEVEL_ENDS = sorted({level[i:] for level in LOG_LEVELS for i in range(len(level))}, key=len,
                      reverse=True)
 _HEADER = re.compile(
     rf"^(?P<prefix>.*?)\b(?P<level>{'|'.join(_LEVEL_ENDS)})\s+"
@@ -134,7 +133,7 @@ def parse_line(raw: str) -> LogLine:
     tags = list(_PROCESS.finditer(header["prefix"]))
     proc = tags[-1] if tags else None
     where = _SOURCE_FILE.search(header["where"] or header["where_v0"] or "")
-    level = next(whole for whole in _LEVELS if whole.endswith(header["level"]))
+    level = next(whole for whole in LOG_LEVELS if whole.endswith(header["level"]))
     return LogLine(
         header["msg"].strip(), clean, parse_timestamp(header["ts"]), level,
         proc["name"] if proc else None, int(proc["pid"]) if proc else None,
@@ -159,7 +158,7 @@ def _relogged(clean: str) -> LogLine:
     return LogLine(
         found["msg"].strip(), clean, parse_timestamp(stamp),
         "DEBUG" if found["level"] == "TRACE" else
-        next(whole for whole in _LEVELS if whole.startswith(found["level"])),
+        next(whole for whole in LOG_LEVELS if whole.startswith(found["level"])),
         proc["name"] if proc else None, int(proc["pid"]) if proc else None,
         subsecond="." in stamp, stamp=stamp, ip=proc["ip"] if proc else None,
         prefix=found["prefix"], source=found["module"].rsplit(".", 1)[-1] + ".py",

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 import re
 
-from harness.registry.patterns import COMMAND_LINE_REGEX, LOG_PATTERNS
+from harness.registry.patterns import (
+    COMMAND_LINE_REGEX,
+    LOG_LEVEL_REGEX,
+    LOG_PATTERNS,
+    RELOGGED_AFTER_INSTANT,
+)
 
 __all__ = ["normalise", "seconds", "gib"]
 
@@ -39,7 +44,7 @@ _WRAPPERS = re.compile(
     # Kubernetes' (kubectl logs --timestamps) RFC 3339 "2025-06-01T12:00:00.123456789Z ", not
     # the instant of a record relogged in a tracing format (RELOGGED_HEADER_REGEX), its own
     r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})(?= )"
-    r"(?!\s+(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s+\w+(?:\.\w+)+:\s)"
+    rf"(?!{RELOGGED_AFTER_INSTANT})"
     # the systemd journal's (and syslog's) "Aug 04 16:26:11 host ident[pid]: ", the month in
     # the machine's language ("авг 18 14:14:59 llm python3[28145]: ")
     r"|[^\W\d_]{3,5}\.?\s{1,2}\d{1,2} \d{2}:\d{2}:\d{2} [\w.\-]+ [\w.\-/@]+(?:\[\d+\])?:(?= |$)"
@@ -58,14 +63,14 @@ _EMPHASIS = re.compile(r"(?:(?<=^)|(?<=[\s(\[:=,*`]))(?P<m>\*{1,3}|`{1,2})"
                        r"(?P<body>[^\s*`](?:[^*`\n]*?[^\s*`])?)(?P=m)(?=$|[\s).,:;\]!?*`])")
 # The start of a record, where a hard-wrapped line cannot go on: vLLM's header (level and
 # timestamp, after a short prefix: process tags, a list marker), a process tag, a traceback.
-_RECORD = re.compile(r"^.{0,40}?\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}"
+_RECORD = re.compile(rf"^.{{0,40}}?\b(?:{LOG_LEVEL_REGEX})\s+(?:\d{{4}}-)?\d{{2}}-\d{{2}}"
                      r"[ T]\d{2}:|^\s*(?:\([^()]*\bpid=\d+[^()]*\)|Traceback \(|File \")|"
-                     r"^\s*\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\S*\s+(?:TRACE|DEBUG|INFO|WARN)")
+                     rf"^\s*\d{{4}}-\d{{2}}-\d{{2}}T\d{{2}}:\d{{2}}:\d{{2}}\S*(?={RELOGGED_AFTER_INSTANT})")
 # A header whose message a wrap cut off whole ("... [worker.py:241] " / "Memory profiling
 # takes 6.95 seconds"): the next line is its message, though it reads like a record's start.
-_HEADER_ALONE = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}"
+_HEADER_ALONE = re.compile(rf"\b(?:{LOG_LEVEL_REGEX})\s+(?:\d{{4}}-)?\d{{2}}-\d{{2}}"
                            r"[ T][\d:.,]+\s+\[?[\w.\-]+:\d+\]\s*$")
-_HEADER_AHEAD = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d{4}-)?\d{2}-\d{2}")
+_HEADER_AHEAD = re.compile(rf"\b(?:{LOG_LEVEL_REGEX})\s+(?:\d{{4}}-)?\d{{2}}-\d{{2}}")
 _COMMAND = re.compile(COMMAND_LINE_REGEX)
 # vLLM's own messages, anchored at the line's start (the patterns search, so a bare message
 # begins where they match at 0).

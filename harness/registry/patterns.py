@@ -85,9 +85,15 @@ PROCESS_FIRST_LINES_REGEX = rf"{_PLATFORM_PLUGINS}|{_PLATFORM_DETECTED}"
 # vLLM's records logged again by a host in a tracing format (NVIDIA Dynamo: "2025-04-28T20:48:
 # 38.267Z  INFO model_runner.load_model: Starting to load model ..."): an RFC 3339 instant, the
 # level, the module and function that logged, the message. The module is vLLM's file.
+# vLLM's log levels (its logger's "%(levelname)s"), longest first where one begins another.
+LOG_LEVELS: tuple[str, ...] = ("DEBUG", "INFO", "WARNING", "WARN", "ERROR", "CRITICAL")
+LOG_LEVEL_REGEX = "|".join(LOG_LEVELS)
+# What follows the instant of a relogged record: the level (a tracing one, TRACE too), the
+# module and function, the message.
+RELOGGED_AFTER_INSTANT = rf"\s+(?:TRACE|{LOG_LEVEL_REGEX})\s+\w+(?:\.\w+)+:\s"
 RELOGGED_HEADER_REGEX = (
     r"^(?P<prefix>.*?)(?P<ts>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?)(?:Z|[+-]\d{2}:?\d{2})?"
-    r"\s+(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR)\s+"
+    rf"(?={RELOGGED_AFTER_INSTANT})\s+(?P<level>TRACE|{LOG_LEVEL_REGEX})\s+"
     r"(?P<module>\w+(?:\.\w+)*?)\.(?P<function>\w+):\s(?P<msg>.*)$")
 
 LOG_PATTERNS: tuple[LogPattern, ...] = (
