@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,6 +39,13 @@ class LoadBandwidth(BaseModel):
     min_bytes_per_s: float
     max_bytes_per_s: float
     n: int  # the boots that measured one
+
+    @classmethod
+    def of(cls, values: list[float]) -> LoadBandwidth:
+        """The summary of the boots' bandwidths (bytes per second)."""
+        return cls(median_bytes_per_s=float(statistics.median(values)),
+                   min_bytes_per_s=float(min(values)), max_bytes_per_s=float(max(values)),
+                   n=len(values))
 
 
 class PredictorGroup(BaseModel):

@@ -115,10 +115,7 @@ def calibrate_group(group: PredictorGroup, boot: Any, features: ModelFeatures,
     placed = [_on_this_machine(group, b, f) for b, f in refs]
     bandwidths = [bw for _, bw in placed if bw is not None]
     if bandwidths and uses_load_bandwidth(group):
-        group = group.model_copy(update={"load_bandwidth": LoadBandwidth(
-            median_bytes_per_s=sorted(bandwidths)[len(bandwidths) // 2],
-            min_bytes_per_s=min(bandwidths), max_bytes_per_s=max(bandwidths),
-            n=len(bandwidths))})
+        group = group.model_copy(update={"load_bandwidth": LoadBandwidth.of(bandwidths)})
     predictions = [predict_features(group, f) for f, _ in placed]
     walls = [b.wall_s for b, _ in refs]
     totals = [total.mean_s for _, total in predictions]

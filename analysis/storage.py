@@ -71,9 +71,7 @@ def training_bandwidth(features: Iterable[ModelFeatures]) -> LoadBandwidth | Non
     values = [f.load_bandwidth for f in features if f.load_bandwidth is not None]
     if not values:
         return None
-    return LoadBandwidth(median_bytes_per_s=float(statistics.median(values)),
-                         min_bytes_per_s=float(min(values)), max_bytes_per_s=float(max(values)),
-                         n=len(values))
+    return LoadBandwidth.of(values)
 
 
 def uses_load_bandwidth(group: PredictorGroup) -> bool:
