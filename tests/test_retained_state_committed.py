@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from analysis.fit.summary import summarize
 from analysis.report.run_page import render_run
 from harness.document import read_results
@@ -73,3 +76,37 @@ def test_the_run_report_ranks_the_knob():
     warm = DATA / "retained-state-cpu-warm.json"
     html = render_run(warm)
     assert "What each knob saves" in html and "VLLM_USE_AOT_COMPILE=0 (vs 1)" in html
+
+
+def test_on_an_idle_machine_the_aot_knobs_verdict_follows_compares_rule():
+    """docs/data/retained-state-cpu-warm-idle5.json: the two warm cells, 5 rounds each, on an
+    idle machine. The knob's verdict is recomputed here from the file's own rounds by the
+    rule docs/verdicts-and-predictions.md states (the median's change beyond the threshold
+    and the noise floor, two-sided Mann-Whitney, Holm over the knob value's tests), not read
+    back as today's digits."""
+    from scipy import stats
+
+    run = DATA / "retained-state-cpu-warm-idle5.json"
+    boots = read_results(run, all_rounds=True)
+    summary = summarize(boots, "the run's machine")
+    (row,) = [k for k in summary["knobs"] if k["knob"] == "VLLM_USE_AOT_COMPILE"]
+    on = [b.wall_s for b in _cell(boots, "warm", "1")]
+    off = [b.wall_s for b in _cell(boots, "warm", "0")]
+    assert row["rounds"] == [len(on), len(off)] and min(len(on), len(off)) >= 2
+
+    change = float(np.median(off) - np.median(on))
+    assert row["ready_change_s"] == pytest.approx(change)
+    noise = max(0.05, *(float(stats.iqr(v)) for v in (on, off)))
+    p = float(stats.mannwhitneyu(off, on, alternative="two-sided").pvalue)
+    assert row["p_value"] == pytest.approx(p)
+    # Holm's adjusted p of one test among `family` lies between its own p and family x p.
+    family = row["family"]
+    assert p - 1e-12 <= row["p_adjusted"] <= min(1.0, family * p) + 1e-12
+    beyond = abs(change) > noise and abs(change) / float(np.median(on)) > 0.10
+    decided = beyond and row["p_adjusted"] < 0.05
+    expected = ("no change" if not beyond else
+                ("improvement" if decided else "possible improvement") if change < 0 else
+                ("regression" if decided else "possible regression"))
+    assert row["verdict"] == expected, row
+    # What the rounds themselves show: every AOT-off boot was ready before every AOT-on one.
+    assert max(off) < min(on)
