@@ -45,7 +45,7 @@ from harness.document import (
 )
 from harness.processes import raise_on_end_signals
 from harness.registry import LOG_PROBE_PAIRS, WrapTarget
-from harness.schema import SCHEMA_VERSION, BootResult, SchemaError
+from harness.schema import SCHEMA_VERSION, BootResult, SchemaError, matrix_cells
 from harness.secrets import environment_secrets, scrub_file
 
 ORDER_NOTE = ("interleaved per cell: round r runs the releases forward when r is odd, "
@@ -262,12 +262,15 @@ def apply_log_fallback(boot: BootResult, missing: Sequence[WrapTarget]) -> BootR
 
 def merge_side(ran: Sequence[RanSlot], release: Release, *,
                matrix: str, rounds: int, missing_targets: Sequence[WrapTarget] = (),
-               extra_meta: dict[str, Any] | None = None) -> RunDocument:
+               extra_meta: dict[str, Any] | None = None,
+               selected: Sequence[Any] = ()) -> RunDocument:
     """One pytest-benchmark document for one release from the documents of its slots.
 
     A cell's ``stats`` are its measured rounds' ``wall_s`` (``CellInfo.stats``),
     never the slots' own stats: a slot document written before those agreed timed the whole
-    boot call, seconds more.
+    boot call, seconds more. ``selected``: the cells the run was asked for (every
+    ``Cell`` of the plan, booted or not), recorded as ``coldstart.matrix_cells`` so that
+    ``coldstart check`` holds the document to them rather than to the whole matrix.
     """
     first = next((d for _, d, _ in ran if d.machine_info), RunDocument(benchmarks=[]))
     per_cell: dict[str, dict[str, Any]] = {}
@@ -304,6 +307,7 @@ def merge_side(ran: Sequence[RanSlot], release: Release, *,
         entry.timed(stats)
         entries.append(entry)
     meta = RunMeta(schema_version=SCHEMA_VERSION, matrix=matrix, rounds=rounds,
+                   matrix_cells=matrix_cells([c.id for c in selected]) if selected else None,
                    written_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=platform.node(),
                    pid=os.getpid(), unrecorded=unrecorded, release=release.spec,
                    probe_targets_missing=[f"{t.module}:{t.attr} ({t.event})"

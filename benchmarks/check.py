@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from benchmarks.matrix.plan import Cell
-from harness.document import RunDocument
-from harness.schema import DOCUMENT_KEY, NOT_APPLICABLE_PREFIX, PHASE_NAMES
+from harness.document import AXIS_OPTIONS, RunDocument
+from harness.schema import DOCUMENT_KEY, NOT_APPLICABLE_PREFIX, PHASE_NAMES, matrix_cells
 
 
 @dataclass
@@ -27,6 +27,38 @@ class CheckReport:
     problems: list[str] = field(default_factory=list)
     undecided: list[str] = field(default_factory=list)
     outside: list[str] = field(default_factory=list)
+
+
+def as_selected(doc: RunDocument, expected: Sequence[Cell]) -> tuple[list[Cell], str]:
+    """The cells of ``expected`` the run selected, where its ``coldstart.matrix_cells`` digest
+    says which, and a line saying how ``expected`` was narrowed or why it was not.
+
+    The digest is of every selected cell's id, recorded or not, so a cell the run selected and
+    then lost altogether leaves it unmatched: then the whole of ``expected`` stays expected
+    (its missing cells count as without evidence), never a silently smaller set."""
+    recorded = doc.coldstart.matrix_cells or {}
+    present = {c.id for c in doc.cells()}
+    mine = [c for c in expected if c.id in present]
+    if recorded.get("sha256"):
+        if matrix_cells([c.id for c in mine]) == {"count": recorded.get("count"),
+                                                  "sha256": recorded["sha256"]}:
+            return mine, (f"{len(mine)} of the matrix's {len(expected)} cells, the ones the "
+                          f"run selected (its matrix_cells digest); axis options check others")
+        return list(expected), (f"the run selected {recorded.get('count')} cells (its "
+                                f"matrix_cells digest) and holds {len(mine)} of this matrix's "
+                                f"that are not all of them: every cell of the matrix is "
+                                f"expected (a shard, or a run narrowed by -k: give the axis "
+                                f"options it ran with)")
+    # No digest (a document written before schema 3 recorded one, or by hand): say what
+    # narrowing its own cells suggest rather than guess it.
+    values = {a: sorted({str(c.axes.get(a)) for c in doc.cells() if c.axes.get(a) is not None})
+              for a in AXIS_OPTIONS}
+    options = " ".join(f"--{AXIS_OPTIONS[a]} {','.join(v)}" for a, v in values.items() if v)
+    if len(mine) < len(expected) and options:
+        return list(expected), (f"the run records no selection digest: all {len(expected)} "
+                                f"cells are expected; if it was run narrowed, say how "
+                                f"(its cells' values: {options})")
+    return list(expected), ""
 
 
 def check_run(doc: RunDocument, expected: Sequence[Cell], source: object,

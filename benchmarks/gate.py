@@ -96,7 +96,7 @@ def run_gate(plan: GatePlan, releases: Sequence[Release], run_slot: SlotRunner,
     empty = []
     for side, release in enumerate(releases):
         doc = merge_side([r for r in ran if r[0].side == side], release, matrix=plan.matrix,
-                         rounds=plan.rounds, missing_targets=missing[side],
+                         rounds=plan.rounds, missing_targets=missing[side], selected=cells,
                          extra_meta={"gate": {"base": str(releases[0]), "new": str(releases[1]),
                                               "side": ("base", "new")[side],
                                               "order": order_label(slots)}})

@@ -260,7 +260,8 @@ def run_history(plan: HistoryPlan, releases: list[Release], runner: SlotRunner, 
         if not mine:
             continue
         doc = merge_side(mine, release, matrix=plan.matrix, rounds=plan.rounds,
-                         missing_targets=missing[side] if missing else ())
+                         missing_targets=missing[side] if missing else (),
+                         selected=plan.cells)
         path = plan.out_dir / release_file(release)
         write_run(doc, path)
         paths.append(path)

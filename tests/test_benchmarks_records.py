@@ -487,6 +487,31 @@ def test_check_says_which_recorded_cells_it_did_not_check(capsys):
     assert coldstart(["check", str(run)]) == 0
 
 
+def test_check_holds_a_narrowed_run_to_the_cells_it_selected(tmp_path, capsys):
+    """The committed idle retained-state run selected 2 of its matrix's 7 cells
+    (--compile-caches warm --page-caches warm): check holds it to those, as its
+    matrix_cells digest says. Drop one of them from the document and the digest no longer
+    matches: every cell of the matrix is expected again, and the run is inconclusive."""
+    run = REPO / "docs" / "data" / "retained-state-cpu-warm-idle5.json"
+    assert coldstart(["check", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "2 of the matrix's 7 cells, the ones the run selected" in out
+    assert out.splitlines()[-1].endswith("2 cells expected, 0 problem(s), 0 without "
+                                         "evidence: pass (exit 0)")
+    doc = json.loads(run.read_text())
+    doc["benchmarks"] = doc["benchmarks"][:1]
+    lost = tmp_path / "lost.json"
+    lost.write_text(json.dumps(doc))
+    assert coldstart(["check", str(lost)]) == 3
+    out = capsys.readouterr().out
+    assert "the run selected 2 cells (its matrix_cells digest) and holds 1" in out
+    assert "7 cells expected" in out.splitlines()[-1]
+    # narrowing given by hand wins over the digest
+    assert coldstart(["check", str(lost), "--compile-caches", "warm", "--page-caches",
+                      "warm"]) == 3
+    assert "2 cells expected, 0 problem(s), 1 without evidence" in capsys.readouterr().out
+
+
 def test_a_cell_that_failed_its_checks_says_why_at_the_end_of_the_run() -> None:
     """The end-of-run line of a measured cell that failed its checks leads with that, not
     with its seconds as if they were good."""

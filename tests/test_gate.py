@@ -21,9 +21,10 @@ from benchmarks._rounds import (
     sequential,
     slot_document,
 )
-from benchmarks.matrix.plan import Cell
+from benchmarks.check import as_selected
+from benchmarks.matrix.plan import Cell, select
 from coldstart.__main__ import main as coldstart
-from harness.document import new_document, read_results
+from harness.document import new_document, read_results, read_run
 from harness.registry import WrapTarget
 from harness.schema import PHASE_NAMES, BootResult
 
@@ -322,6 +323,10 @@ def test_pytest_slots_end_to_end_with_faked_boots(tmp_path: Path) -> None:
         (boot,) = read_results(tmp_path / f"{release.package}-{release.version}.json",
                                all_rounds=True)
         assert boot.state == "measured" and boot.compile_cache == "off"
+        # each side records the cells it was asked for: check holds it to them alone
+        side = read_run(tmp_path / f"{release.package}-{release.version}.json")
+        expected, how = as_selected(side, select("full"))
+        assert [c.id for c in expected] == [CELL.id], how
     assert len(list((tmp_path / "slots").glob("*.log"))) == 2
 
 

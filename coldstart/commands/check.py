@@ -2,6 +2,9 @@
 
     coldstart check out.json [--matrix ... narrowing as for pytest]
 
+Without narrowing options, the cells expected are those the run selected, where it recorded
+a digest of them (``coldstart.matrix_cells``); without one, all of its matrix.
+
 Checks a benchmark JSON against the cells its matrix should hold (``benchmarks.check``): every
 cell present, every one measured (or failed/skipped *on record*, which fails the check unless
 --allow-failed), every measured cell with all six phases accounted for, no probe problem (a
@@ -19,7 +22,7 @@ import sys
 from pathlib import Path
 
 from analysis.verdict import EXIT_INCONCLUSIVE
-from benchmarks.check import check_run
+from benchmarks.check import as_selected, check_run
 from benchmarks.matrix.plan import AXES, select, split_values
 from coldstart.cli import progress_name
 from coldstart.errors import InputError
@@ -43,10 +46,16 @@ def run(args: argparse.Namespace) -> int:
     # the run names its own matrix; a built-in name or a file checked against it
     matrix = args.matrix or doc.coldstart.matrix or "smoke"
     try:
-        expected = select(matrix, **{a: split_values(getattr(args, a), AXIS_OPTIONS[a])
-                                     for a in AXES})
+        narrow = {a: split_values(getattr(args, a), AXIS_OPTIONS[a]) for a in AXES}
+        expected = select(matrix, **narrow)
     except ValueError as exc:  # an unknown matrix, an axis value that is none
         raise InputError(str(exc)) from None
+    # Unless told otherwise, a run is held to the cells it selected (pytest's axis options
+    # and -k), as its own digest of them says, not to its whole matrix.
+    if not any(narrow.values()) and (args.matrix in (None, doc.coldstart.matrix)):
+        expected, how = as_selected(doc, expected)
+        if how:
+            print(f"{prog}: {how}")
     report = check_run(doc, expected, args.json, allow_failed=args.allow_failed)
     for line in report.lines:
         print(line)
