@@ -192,8 +192,13 @@ def test_the_run_page_counts_a_cell_that_failed_its_checks_as_failed() -> None:
     assert "(2 of the failed measured but failed their checks)" in text
     rows = [r for r in page_html.split("<tr")[1:] if "failed (checks)" in r]
     assert len(rows) == 2 and all(r.startswith(' class="failing"') for r in rows)
+    # and the banner gives check's verdict on them, naming them
+    assert "verdict on the cells it holds: FAILED: 2 cell(s) failed or failed their " \
+        "checks" in " ".join(text.split())
     # the same cells, their checks passed, are measured and not red
-    assert "2 measured, 0 failed, 0 skipped" in _Page(render_run(RUN)).all_text
+    good = " ".join(_Page(render_run(RUN)).all_text.split())
+    assert "2 measured, 0 failed, 0 skipped" in good
+    assert "verdict on the cells it holds: pass: every cell measured" in good
 
 
 def test_a_one_round_run_against_itself_doubled_is_not_passed(tmp_path: Path) -> None:

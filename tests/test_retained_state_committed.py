@@ -110,3 +110,20 @@ def test_on_an_idle_machine_the_aot_knobs_verdict_follows_compares_rule():
     assert row["verdict"] == expected, row
     # What the rounds themselves show: every AOT-off boot was ready before every AOT-on one.
     assert max(off) < min(on)
+
+
+def test_the_run_page_says_per_layer_what_a_relocated_cell_reused_and_why_not():
+    """The relocated AOT-on cell on the page: its cache's two places, and per layer whether
+    it reused the other place's and why not (the artifact's load failure), as its JSON
+    says."""
+    run = DATA / "retained-state-cpu-cold-relocated.json"
+    (cell,) = [b for b in read_results(run) if b.compile_cache == "relocated"
+               and b.axes.get("VLLM_USE_AOT_COMPILE") == "1"]
+    layers = cell.evidence.compile_cache_layers
+    html = " ".join(render_run(run).split())
+    assert "Compile-cache layers of each cell" in html
+    assert f"seen at {layers.relocation.seen_at}" in html
+    artifact = layers.layers["aot_artifact"]
+    assert artifact.reused is False and artifact.reason
+    row = f"<td>aot_artifact</td><td>{artifact.state}</td><td>NO</td>"
+    assert row in html.replace("> <", "><")

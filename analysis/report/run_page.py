@@ -77,6 +77,63 @@ def _witnesses(cells: list[RunCell]) -> list[dict[str, Any]]:
     return out
 
 
+def _cache_layers(cells: list[RunCell]) -> list[dict[str, Any]]:
+    """Per cell whose median round observed its compile-cache layers: a row per layer that
+    applied (state, reused from the other place where relocated, why, the evidence)."""
+    out = []
+    for c in cells:
+        seen = c.headline.evidence.compile_cache_layers
+        if seen is None or not seen.layers:
+            continue
+        rows = [[name, o.state, "-" if o.reused is None else "yes" if o.reused else "NO",
+                 "; ".join(x for x in [o.reason or "", *o.key_differs] if x) or "-",
+                 "; ".join(o.evidence[:3] or [f"{k}={v}" for k, v in o.counts.items()])
+                 or "-"]
+                for name, o in seen.layers.items() if o.state != "not_applicable"]
+        moved = seen.relocation
+        out.append({"id": c.id, "observed": c.headline.compile_cache_observed or "-",
+                    "relocated": None if moved is None else
+                    f"built at {moved.built_at} (cwd {moved.built_cwd}), seen at "
+                    f"{moved.seen_at} (cwd {moved.seen_cwd})",
+                    "rows": rows})
+    return out
+
+
+def _spans(cells: list[RunCell]) -> list[dict[str, Any]]:
+    """Per cell whose median round carries vLLM's spans: the phases they witness, the names
+    no mapping knows (kept, listed), and PR #49037's six-phase view."""
+    out = []
+    for c in cells:
+        sp = c.headline.evidence.span_phases
+        if sp is None:
+            continue
+        out.append({
+            "id": c.id, "map_since": sp.map_since, "unmapped": sp.unmapped,
+            "rows": [[p, number_text(v, "{:.3f}"), sp.notes.get(p, "")]
+                     for p, v in sp.phases.items()],
+            "pr49037": [[name, number_text(v.get("duration_s"), "{:.3f}"),
+                         "missing" if v.get("missing") else ""]
+                        for name, v in sp.pr49037.items()]})
+    return out
+
+
+def _verdict(cells: list[RunCell]) -> dict[str, str]:
+    """The run's own verdict on the cells it holds, as ``coldstart check`` gives it (which
+    also checks that every cell the run selected is there)."""
+    failed = [c.id for c in cells if c.outcome == "failed"]
+    skipped = [c.id for c in cells if c.outcome == "skipped"]
+    if failed:
+        return {"verdict": "FAILED", "css": "failed",
+                "why": f"{len(failed)} cell(s) failed or failed their checks: "
+                       + ", ".join(failed[:3]) + (" ..." if len(failed) > 3 else "")}
+    if skipped or not cells:
+        return {"verdict": "INCONCLUSIVE", "css": "skipped",
+                "why": f"{len(skipped)} cell(s) skipped: no evidence either way"
+                if skipped else "no cell in the run"}
+    return {"verdict": "pass", "css": "measured",
+            "why": "every cell measured and its checks passed"}
+
+
 def _subphase_rows(c: RunCell) -> list[tuple[str, str, str, str]]:
     """The median round's phases, each followed by its sub-phases, then the residual (with
     its parts) and the wall time: (kind, name, seconds, note); kind is ``phase`` (in bold),
@@ -156,11 +213,15 @@ def render_run(path: str | Path) -> str:
         cell_table=_cell_table(cells, axes),
         subphases=[{"id": c.id, "state": c.state, "rows": _subphase_rows(c)} for c in cells],
         witnesses=_witnesses(cells),
+        cache_layers=_cache_layers(cells),
+        spans=_spans(cells),
+        verdict=_verdict(cells),
         effects=_effects(cells, axes),
         knobs=_knobs(doc, cells, [c.id for c in read_cells(path)[1]]),
         rounds_plot=fig_rounds(cells, axes),
         timelines=[{"id": c.id, "plot": fig_timeline(c.headline, c.id)
-                    if c.headline.events else None} for c in cells],
+                    if c.headline.events else None,
+                    "spans": bool(c.headline.evidence.spans)} for c in cells],
         machine=[list(row) for row in machine_rows(doc, cells)],
         run_command=command_facts(doc, cells),
     )

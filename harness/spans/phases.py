@@ -62,7 +62,7 @@ AGREEMENT_REL, AGREEMENT_ABS_S = 0.05, 0.05
 # Phases no span covers whole, and why (the first two before or outside every span).
 _NOT_COVERED = {
     "framework_bootstrap": "its imports and engine config come before any tracer exists; "
-                           "only device init has a span",
+                           "only device init has a span, and only on GPU builds ('Init device')",
     "tokenizer_init": "the tokenizer loads outside every span",
     "kv_cache_profiling": "the profiling forward pass runs in 'Prepare model' with other work; "
                           "only the KV-cache allocation has a span",
