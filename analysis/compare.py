@@ -346,10 +346,14 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
                 for side in ("base", "new")}
     compared = len(changes) - sum(one_side.values())
     tested = next((c.family for c in changes if c.p_adjusted is not None), 0)
+    both = [c for c in changes if not c.status.startswith("only in ")]
+    counted = {"unchanged": sum(c.status == "no change" for c in both),
+               "regressing": sum(c.status in FAILING for c in both),
+               "undecided": sum(c.status in INCONCLUSIVE for c in both)}
+    counted["faster or fixed"] = len(both) - sum(counted.values())
     console.print(f"{compared} comparisons ({tested} tested together, Holm-corrected), "
-                  f"{sum(c.status == 'no change' for c in changes)} unchanged, "
-                  f"{sum(c.status in FAILING for c in changes)} regressing, "
-                  f"{sum(c.status in INCONCLUSIVE for c in changes)} undecided"
+                  + ", ".join(f"{n} {what}" for what, n in counted.items()
+                              if n or what != "faster or fixed")
                   + "".join(f"; {n} cell(s) only in {side}" for side, n in one_side.items()
                             if n))
     witnesses = witness_disagreements(prepared)

@@ -115,9 +115,13 @@ def judge(changes: list[CellChange], *, machine_differences: dict[str, tuple] | 
                            accepted=accepted + undecided)
         return Verdict(verdict="inconclusive", exit_code=EXIT_INCONCLUSIVE, reasons=undecided,
                        decide_with=decide_with, decide_note=decide_note, accepted=accepted)
+    tested = sum(c.p_adjusted is not None for c in judged)
+    how = (f"{tested} of them tested for significance (Holm)" if tested else
+           "none needed a significance test: a change beyond those would have been "
+           "inconclusive with these rounds")
     return Verdict(verdict="pass", exit_code=0, accepted=accepted,
                    reasons=[f"{len(judged)} comparison(s) judged, none slower beyond the "
-                            "threshold with significance"])
+                            f"threshold and the noise floor; {how}"])
 
 
 def gate_command(base_release: str, new_release: str, matrix: str | None,
@@ -129,21 +133,49 @@ def gate_command(base_release: str, new_release: str, matrix: str | None,
     that many rounds overlapped)."""
     cells = list(cells)
     same = base_release == new_release
-    # One release on both sides (two runs of one vLLM): the gate needs two, so the runs
-    # themselves are made again with more rounds.
-    parts = ["coldstart bench" if same else
-             f"coldstart gate --base {base_release} --new {new_release}"]
-    if matrix:
-        parts.append(f"--matrix {matrix}")
-    for axis in CELL_AXES:
-        values = sorted({c[axis] for c in cells if c.get(axis)})
-        if values:
-            parts.append(f"--{AXIS_OPTIONS[axis]} {','.join(values)}")
     rounds = max(fewest_rounds(family, alpha), rounds_now + 2 if rounds_now >= 2 else 0)
-    parts.append(f"--rounds {rounds}")
-    if same:
-        parts.append("--benchmark-json new.json")
-    return " ".join(parts)
+    commands = []
+    for n, box in enumerate(_boxes(cells), 1):
+        # One release on both sides (two runs of one vLLM): the gate needs two, so the runs
+        # themselves are made again with more rounds.
+        parts = ["coldstart bench" if same else
+                 f"coldstart gate --base {base_release} --new {new_release}"]
+        if matrix:
+            parts.append(f"--matrix {matrix}")
+        for axis in CELL_AXES:
+            values = sorted({c[axis] for c in box if c.get(axis)})
+            if values:
+                parts.append(f"--{AXIS_OPTIONS[axis]} {','.join(values)}")
+        parts.append(f"--rounds {rounds}")
+        if same:
+            parts.append(f"--benchmark-json new{'' if n == 1 else n}.json")
+        commands.append(" ".join(parts))
+    return " && ".join(commands)
+
+
+def _boxes(cells: list[dict[str, str]]) -> list[list[dict[str, str]]]:
+    """``cells`` cut into groups each of which axis options select exactly (every value of one
+    axis, one value of each other): the axis options take a cross product, so options made
+    of the union of scattered cells' values would boot many cells nobody asked about. One
+    group where the union is exactly the cells; else the grouping along the axis that needs
+    the fewest groups."""
+    def product(group: list[dict[str, str]]) -> int:
+        size = 1
+        for axis in CELL_AXES:
+            size *= max(1, len({c.get(axis) for c in group if c.get(axis)}))
+        return size
+
+    unique = list({tuple(c.get(a) for a in CELL_AXES): c for c in cells}.values())
+    if len(unique) <= 1 or product(unique) == len(unique):
+        return [unique] if unique else [[]]
+    best: list[list[dict[str, str]]] | None = None
+    for axis in CELL_AXES:
+        groups: dict[tuple[str | None, ...], list[dict[str, str]]] = {}
+        for c in unique:
+            groups.setdefault(tuple(c.get(a) for a in CELL_AXES if a != axis), []).append(c)
+        if best is None or len(groups) < len(best):
+            best = list(groups.values())
+    return best or [unique]
 
 
 def verdict_lines(verdict: Verdict) -> list[str]:

