@@ -16,7 +16,10 @@ SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
 
 
 def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
-    headers = [*CELL_AXES, "state",
+    # The engine-argument and variable axes a matrix adds (VLLM_USE_AOT_COMPILE): without
+    # them two cells that differ in one read as the same row.
+    extra = list(dict.fromkeys(k for r in results for k in r.axes))
+    headers = [*CELL_AXES, *extra, "state",
                *(SHORT[p] for p in PHASE_NAMES), "residual", "ready (s)", "ttft (s)",
                "compile cache seen", "weights GB/s", "of floor", "read from storage"]
     out = []
@@ -26,7 +29,8 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
         def num(v, fmt="{:.2f}"):
             return "-" if v is None else fmt.format(v)
 
-        out.append([*(getattr(r, axis) or "-" for axis in CELL_AXES), r.state,
+        out.append([*(getattr(r, axis) or "-" for axis in CELL_AXES),
+                    *(str(r.axes[k]) if k in r.axes else "-" for k in extra), r.state,
                     *(num(r.phases[p]) for p in PHASE_NAMES),
                     num(r.residual_s), num(r.wall_s, "{:.1f}"), num(r.ttft_s, "{:.3f}"),
                     r.compile_cache_observed or "-", num(w.load_gbps),

@@ -30,3 +30,18 @@ def test_a_run_without_boots_is_one_line(tmp_path: Path, capsys) -> None:
     assert coldstart(["table", str(empty)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no boot in it" in err
+
+
+def test_a_knob_axis_is_a_column_so_its_cells_read_apart(capsys) -> None:
+    """The idle retained-state run: two cells that differ in VLLM_USE_AOT_COMPILE alone."""
+    run = Path(__file__).resolve().parents[1] / "docs" / "data" / \
+        "retained-state-cpu-warm-idle5.json"
+    assert coldstart(["table", str(run), "--markdown"]) == 0
+    header, _, *rows = capsys.readouterr().out.splitlines()
+    cols = [c.strip() for c in header.strip("|").split("|")]
+    assert "VLLM_USE_AOT_COMPILE" in cols
+    at = cols.index("VLLM_USE_AOT_COMPILE")
+    values = [[c.strip() for c in row.strip("|").split("|")][at] for row in rows]
+    assert sorted(values) == sorted(str(b.axes["VLLM_USE_AOT_COMPILE"])
+                                    for b in read_results(run))
+    assert len(set(rows)) == len(rows)
