@@ -69,6 +69,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -84,10 +85,10 @@ from analysis.changes import (
 )
 from analysis.dataset import cell_identities, machine_differences, machine_identity
 from analysis.metrics import cell_of_boot
-from analysis.verdict import Verdict, gate_command, judge, verdict_lines
+from analysis.verdict import Verdict, command_groups, gate_command, judge, verdict_lines
 from coldstart.console import console_width
 from coldstart.errors import InputError
-from harness.document import RunDocument, cell_axes, read_cells
+from harness.document import CELL_AXES, RunDocument, cell_axes, read_cells
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
 
 # The verdicts live in analysis.changes, a metric's round values in analysis.metrics.
@@ -230,14 +231,34 @@ def _decide_note(prepared: Prepared, changes: list[CellChange]) -> str | None:
     """What to know about running ``_decide_with``'s command."""
     same = _release(prepared.base_doc, prepared.base, "base") == \
         _release(prepared.new_doc, prepared.new, "new")
+    notes = []
     if prepared.disagree:
-        return ("both sides must run on one machine: the gate boots both releases on the "
-                "machine it runs on" if not same else "both sides must run on one machine: "
-                "make the base run again there too, with the same command")
-    if same:
-        return ("both runs are of one vLLM release: make each side again with this command, "
-                "on its machine, then compare the two")
-    return None
+        notes.append("both sides must run on one machine: the gate boots both releases on the "
+                     "machine it runs on" if not same else "both sides must run on one "
+                     "machine: make the base run again there too, with the same command")
+    elif same:
+        notes.append("both runs are of one vLLM release: make each side again with this "
+                     "command, on its machine, then compare the two")
+    undecided = _undecided_axes(prepared, changes)
+    groups = len(command_groups(undecided))
+    if groups > 1:
+        notes.append(f"{groups} commands, one per group of cells that axis options select "
+                     f"together, each writing its own documents: compare each group's")
+    extra = sorted({k for a in undecided for k in a} - set(CELL_AXES))
+    if extra:
+        notes.append(f"axis options cannot narrow the matrix's own axes ({', '.join(extra)}): "
+                     f"every value of them boots too")
+    return "; ".join(notes) or None
+
+
+def _undecided_axes(prepared: Prepared, changes: list[CellChange]) -> list[dict[str, str]]:
+    """The axes of each cell the comparison left undecided (every cell where the machines
+    differ)."""
+    undecided = {c.cell for c in changes if c.status in INCONCLUSIVE}
+    if prepared.disagree:
+        undecided = {c.cell for c in changes}
+    axes = {cell_of_boot(b): cell_axes(b) for b in prepared.base + prepared.new}
+    return [axes[c] for c in sorted(undecided) if c in axes]
 
 
 def _decide_with(prepared: Prepared, changes: list[CellChange], alpha: float) -> str:
@@ -245,7 +266,6 @@ def _decide_with(prepared: Prepared, changes: list[CellChange], alpha: float) ->
     undecided = {c.cell for c in changes if c.status in INCONCLUSIVE}
     if prepared.disagree:  # on differing machines every cell is undecided
         undecided = {c.cell for c in changes}
-    axes = {cell_of_boot(b): cell_axes(b) for b in prepared.base + prepared.new}
     timed = [c for c in changes if c.change_s is not None]
     per_cell = max((sum(c.cell == cell for c in timed) for cell in {c.cell for c in timed}),
                    default=len(PHASE_NAMES) + 1)
@@ -258,7 +278,7 @@ def _decide_with(prepared: Prepared, changes: list[CellChange], alpha: float) ->
                    if d is not None and d.coldstart.matrix), None)
     return gate_command(_release(prepared.base_doc, prepared.base, "base"),
                         _release(prepared.new_doc, prepared.new, "new"), matrix,
-                        [axes[c] for c in sorted(undecided) if c in axes],
+                        _undecided_axes(prepared, changes),
                         family=per_cell * max(len(undecided), 1), alpha=alpha,
                         rounds_now=rounds_now)
 
@@ -350,10 +370,13 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     counted = {"unchanged": sum(c.status == "no change" for c in both),
                "regressing": sum(c.status in FAILING for c in both),
                "undecided": sum(c.status in INCONCLUSIVE for c in both)}
-    counted["faster or fixed"] = len(both) - sum(counted.values())
+    # Every other status by its own name ("improvement", "not judged"), so that the kinds
+    # add up to the comparisons and none is mislabelled.
+    rest = Counter(c.status for c in both if c.status != "no change"
+                   and c.status not in FAILING and c.status not in INCONCLUSIVE)
     console.print(f"{compared} comparisons ({tested} tested together, Holm-corrected), "
-                  + ", ".join(f"{n} {what}" for what, n in counted.items()
-                              if n or what != "faster or fixed")
+                  + ", ".join([*(f"{n} {what}" for what, n in counted.items()),
+                               *(f"{n} {status}" for status, n in sorted(rest.items()))])
                   + "".join(f"; {n} cell(s) only in {side}" for side, n in one_side.items()
                             if n))
     witnesses = witness_disagreements(prepared)

@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field
 from analysis.changes import FAILING, INCONCLUSIVE, MISSING, POSSIBLE, CellChange, fewest_rounds
 from harness.document import AXIS_OPTIONS, CELL_AXES
 
-__all__ = ["EXIT_CODES", "EXIT_INCONCLUSIVE", "RULE", "Verdict", "capped", "gate_command",
-           "judge", "verdict_lines"]
+__all__ = ["EXIT_CODES", "EXIT_INCONCLUSIVE", "RULE", "Verdict", "capped", "command_groups",
+           "gate_command", "judge", "verdict_lines"]
 
 EXIT_CODES = {"pass": 0, "regression": 1, "inconclusive": 3}
 # 2 is a bad input or a refused comparison, as for every verb (coldstart.cli).
@@ -117,8 +117,8 @@ def judge(changes: list[CellChange], *, machine_differences: dict[str, tuple] | 
                        decide_with=decide_with, decide_note=decide_note, accepted=accepted)
     tested = sum(c.p_adjusted is not None for c in judged)
     how = (f"{tested} of them tested for significance (Holm)" if tested else
-           "none needed a significance test: a change beyond those would have been "
-           "inconclusive with these rounds")
+           "none was tested for significance (too few rounds), so a change beyond them "
+           "would have been inconclusive, not passed")
     return Verdict(verdict="pass", exit_code=0, accepted=accepted,
                    reasons=[f"{len(judged)} comparison(s) judged, none slower beyond the "
                             f"threshold and the noise floor; {how}"])
@@ -135,7 +135,8 @@ def gate_command(base_release: str, new_release: str, matrix: str | None,
     same = base_release == new_release
     rounds = max(fewest_rounds(family, alpha), rounds_now + 2 if rounds_now >= 2 else 0)
     commands = []
-    for n, box in enumerate(_boxes(cells), 1):
+    boxes = command_groups(cells)
+    for n, box in enumerate(boxes, 1):
         # One release on both sides (two runs of one vLLM): the gate needs two, so the runs
         # themselves are made again with more rounds.
         parts = ["coldstart bench" if same else
@@ -147,13 +148,18 @@ def gate_command(base_release: str, new_release: str, matrix: str | None,
             if values:
                 parts.append(f"--{AXIS_OPTIONS[axis]} {','.join(values)}")
         parts.append(f"--rounds {rounds}")
+        # Each group's documents apart: the gate's default folder is per release pair.
         if same:
-            parts.append(f"--benchmark-json new{'' if n == 1 else n}.json")
+            parts.append(f"--benchmark-json new{'' if len(boxes) == 1 else n}.json")
+        elif len(boxes) > 1:
+            parts.append(f"--out-dir results/decide-{n}")
         commands.append(" ".join(parts))
-    return " && ".join(commands)
+    # "; " rather than "&&": a group that stays undecided or regresses (a non-zero exit)
+    # must not stop the others from running.
+    return " ; ".join(commands)
 
 
-def _boxes(cells: list[dict[str, str]]) -> list[list[dict[str, str]]]:
+def command_groups(cells: list[dict[str, str]]) -> list[list[dict[str, str]]]:
     """``cells`` cut into groups each of which axis options select exactly (every value of one
     axis, one value of each other): the axis options take a cross product, so options made
     of the union of scattered cells' values would boot many cells nobody asked about. One
@@ -168,7 +174,7 @@ def _boxes(cells: list[dict[str, str]]) -> list[list[dict[str, str]]]:
     unique = list({tuple(c.get(a) for a in CELL_AXES): c for c in cells}.values())
     if len(unique) <= 1 or product(unique) == len(unique):
         return [unique] if unique else [[]]
-    best: list[list[dict[str, str]]] | None = None
+    best: list[list[dict[str, str]]] | None = None  # the axis with the fewest groups
     for axis in CELL_AXES:
         groups: dict[tuple[str | None, ...], list[dict[str, str]]] = {}
         for c in unique:

@@ -508,7 +508,7 @@ def test_the_command_that_decides_boots_only_the_undecided_cells(tmp_path, capsy
     one_side = {c["cell"] for c in report["changes"] if c["status"].startswith("only in")}
     assert len(one_side) == 6
     selected = []
-    for command in report["verdict"]["decide_with"].split(" && "):
+    for command in report["verdict"]["decide_with"].split(" ; "):
         words = command.split()
         options = dict(zip(words[2::2], words[3::2], strict=False))
         narrow = {axis: options[f"--{option}"].split(",") for axis, option in
@@ -520,3 +520,23 @@ def test_the_command_that_decides_boots_only_the_undecided_cells(tmp_path, capsy
     compared = int(line.split()[0])
     kinds = line.split("Holm-corrected), ")[1].split(";")[0]
     assert sum(int(part.split()[0]) for part in kinds.split(", ")) == compared
+
+
+def test_the_decide_note_says_a_matrix_axis_cannot_be_narrowed(tmp_path, capsys):
+    """The idle retained-state run against itself with the AOT-on cell's rounds cut to one
+    and slowed 2x: only that cell is undecided, but axis options cannot pick one value of
+    VLLM_USE_AOT_COMPILE, so the command boots both, and the note says so."""
+    run = Path(__file__).parents[1] / "docs" / "data" / "retained-state-cpu-warm-idle5.json"
+    doc = json.loads(run.read_text())
+    for entry in doc["benchmarks"]:
+        info = entry["extra_info"]
+        if info["axes"]["VLLM_USE_AOT_COMPILE"] == "1":
+            info["rounds"] = info["rounds"][:1]
+            for r in [info, *info["rounds"]]:
+                r["phases"] = {k: None if v is None else 2 * v for k, v in r["phases"].items()}
+                r["wall_s"] *= 2
+    slower = tmp_path / "slower.json"
+    slower.write_text(json.dumps(doc))
+    assert coldstart(["compare", str(run), str(slower)]) == 3
+    out = " ".join(capsys.readouterr().out.split())
+    assert "axis options cannot narrow the matrix's own axes (VLLM_USE_AOT_COMPILE)" in out
