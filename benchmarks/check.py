@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from benchmarks.matrix.plan import Cell
 from harness.document import AXIS_OPTIONS, RunDocument
-from harness.schema import DOCUMENT_KEY, NOT_APPLICABLE_PREFIX, PHASE_NAMES, matrix_cells
+from harness.schema import DOCUMENT_KEY, matrix_cells
 
 
 @dataclass
@@ -65,7 +65,8 @@ def check_run(doc: RunDocument, expected: Sequence[Cell], source: object,
               allow_failed: bool = False) -> CheckReport:
     """``doc`` (read from ``source``, named in the lines) against the ``expected`` cells."""
     report = CheckReport()
-    by_cell = {c.id: c.headline for c in doc.cells()}
+    cells = {c.id: c for c in doc.cells()}
+    by_cell = {i: c.headline for i, c in cells.items()}
     failed_checks = {c.id: c.checks_failed for c in doc.cells() if c.checks_failed}
     for cell in expected:
         r = by_cell.get(cell.id)
@@ -75,16 +76,8 @@ def check_run(doc: RunDocument, expected: Sequence[Cell], source: object,
         line = f"{cell.id}: {r.state}"
         if r.state == "measured":
             # A measured boot may leave a phase empty only where it does not apply.
-            missing = [p for p in PHASE_NAMES if r.phases[p] is None
-                       and not r.phase_notes.get(p, "").startswith(NOT_APPLICABLE_PREFIX)]
-            if missing:
-                report.problems.append(f"{cell.id}: phases not measured: "
-                                       f"{ {p: r.phase_notes.get(p) for p in missing} }")
-            if r.evidence.probe_problems:
-                report.problems.append(f"{cell.id}: probe problems: {r.evidence.probe_problems}")
-            if r.wall_s is None:
-                report.problems.append(f"{cell.id}: measured, but no wall time")
-            else:
+            report.problems += cells[cell.id].measurement_problems()
+            if r.wall_s is not None:
                 line += f", ready in {r.wall_s:.1f} s"
             # Its own line says so: a boot that was timed but failed its checks (the answer,
             # the page cache's state) is not a measurement to read as one.

@@ -438,3 +438,21 @@ def test_the_pages_do_not_import_the_fit() -> None:
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"
+
+
+def test_the_run_page_verdict_is_checks_on_a_probe_problem(tmp_path: Path) -> None:
+    """A measured cell whose probe found nothing to wrap: check fails the run (exit 1), and
+    the page's banner says FAILED with the same reason, not pass."""
+    doc = json.loads(RUN.read_text())
+    info = doc["benchmarks"][0]["extra_info"]
+    for r in [info, *info["rounds"]]:
+        r["evidence"]["probe_problems"] = ["vllm.x:Y.z (model_loading): nothing to wrap"]
+    broken = tmp_path / "probe.json"
+    broken.write_text(json.dumps(doc))
+    assert coldstart(["check", str(broken), "--matrix", "full", "--models", "smollm2-135m",
+                      "--loaders", "safetensors", "--compile-caches", "cold",
+                      "--page-caches", "warm", "--entrypoints", "offline"]) == 1
+    text = " ".join(_Page(render_run(broken)).all_text.split())
+    assert "verdict on the cells it holds: FAILED:" in text
+    assert "probe problems: ['vllm.x:Y.z (model_loading): nothing to wrap']" in \
+        text.replace("&#39;", "'")

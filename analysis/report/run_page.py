@@ -90,11 +90,16 @@ def _cache_layers(cells: list[RunCell]) -> list[dict[str, Any]]:
                  "; ".join(o.evidence[:3] or [f"{k}={v}" for k, v in o.counts.items()])
                  or "-"]
                 for name, o in seen.layers.items() if o.state != "not_applicable"]
+        if not rows:
+            continue
         moved = seen.relocation
+
+        def place(at: str | None, cwd: str | None) -> str:
+            return f"{at or 'an unrecorded path'}" + (f" (cwd {cwd})" if cwd else "")
         out.append({"id": c.id, "observed": c.headline.compile_cache_observed or "-",
                     "relocated": None if moved is None else
-                    f"built at {moved.built_at} (cwd {moved.built_cwd}), seen at "
-                    f"{moved.seen_at} (cwd {moved.seen_cwd})",
+                    f"built at {place(moved.built_at, moved.built_cwd)}, seen at "
+                    f"{place(moved.seen_at, moved.seen_cwd)}",
                     "rows": rows})
     return out
 
@@ -117,21 +122,26 @@ def _spans(cells: list[RunCell]) -> list[dict[str, Any]]:
     return out
 
 
-def _verdict(cells: list[RunCell]) -> dict[str, str]:
-    """The run's own verdict on the cells it holds, as ``coldstart check`` gives it (which
-    also checks that every cell the run selected is there)."""
+def _verdict(doc: Any, cells: list[RunCell]) -> dict[str, str]:
+    """The run's own verdict on the cells it holds, as ``coldstart check`` judges them
+    (check also holds the run to every cell it selected)."""
     failed = [c.id for c in cells if c.outcome == "failed"]
+    problems = [p for c in cells for p in c.measurement_problems()]
     skipped = [c.id for c in cells if c.outcome == "skipped"]
-    if failed:
-        return {"verdict": "FAILED", "css": "failed",
-                "why": f"{len(failed)} cell(s) failed or failed their checks: "
-                       + ", ".join(failed[:3]) + (" ..." if len(failed) > 3 else "")}
-    if skipped or not cells:
+    if failed or problems:
+        why = []
+        if failed:
+            why.append(f"{len(failed)} cell(s) failed or failed their checks: "
+                       + ", ".join(failed[:3]) + (" ..." if len(failed) > 3 else ""))
+        why += problems[:3]
+        return {"verdict": "FAILED", "css": "failed", "why": "; ".join(why)}
+    if skipped or not cells or not (doc and doc.machine_info):
         return {"verdict": "INCONCLUSIVE", "css": "skipped",
-                "why": f"{len(skipped)} cell(s) skipped: no evidence either way"
-                if skipped else "no cell in the run"}
+                "why": f"{len(skipped)} cell(s) skipped: no evidence either way" if skipped
+                else "no cell in the run" if not cells
+                else "the run records no machine facts (machine_info)"}
     return {"verdict": "pass", "css": "measured",
-            "why": "every cell measured and its checks passed"}
+            "why": "every cell measured, with every phase that applies, and its checks passed"}
 
 
 def _subphase_rows(c: RunCell) -> list[tuple[str, str, str, str]]:
@@ -215,13 +225,13 @@ def render_run(path: str | Path) -> str:
         witnesses=_witnesses(cells),
         cache_layers=_cache_layers(cells),
         spans=_spans(cells),
-        verdict=_verdict(cells),
+        verdict=_verdict(doc, cells),
         effects=_effects(cells, axes),
         knobs=_knobs(doc, cells, [c.id for c in read_cells(path)[1]]),
         rounds_plot=fig_rounds(cells, axes),
         timelines=[{"id": c.id, "plot": fig_timeline(c.headline, c.id)
                     if c.headline.events else None,
-                    "spans": bool(c.headline.evidence.spans)} for c in cells],
+                    "spans": c.headline.source == "spans"} for c in cells],
         machine=[list(row) for row in machine_rows(doc, cells)],
         run_command=command_facts(doc, cells),
     )

@@ -24,7 +24,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, BootResult, cell_id
+from harness.schema import (
+    DOCUMENT_KEY,
+    NOT_APPLICABLE_PREFIX,
+    PHASE_NAMES,
+    SCHEMA_VERSION,
+    BootResult,
+    cell_id,
+)
 
 # The five axes every cell has, in the order its id names them; a matrix file's own axes
 # (engine arguments, environment variables) follow them (``BootResult.axes``).
@@ -317,6 +324,25 @@ class RunCell:
         """measured, failed or skipped, as a verdict counts the cell: one measured that failed
         its checks (page cache not evicted, a probe that found nothing) is failed."""
         return "failed" if self.state == "measured" and self.checks_failed else self.state
+
+    def measurement_problems(self) -> list[str]:
+        """What makes a measured headline round no measurement (``coldstart check`` and the
+        run page judge by it): a phase left empty where it applies, a probe problem, no wall
+        time. Empty for a failed or skipped cell: its state says it."""
+        r = self.headline
+        if r.state != "measured":
+            return []
+        out = []
+        missing = [p for p in PHASE_NAMES if r.phases[p] is None
+                   and not r.phase_notes.get(p, "").startswith(NOT_APPLICABLE_PREFIX)]
+        if missing:
+            out.append(f"{self.id}: phases not measured: "
+                       f"{ {p: r.phase_notes.get(p) for p in missing} }")
+        if r.evidence.probe_problems:
+            out.append(f"{self.id}: probe problems: {r.evidence.probe_problems}")
+        if r.wall_s is None:
+            out.append(f"{self.id}: measured, but no wall time")
+        return out
 
     def label(self, axes: list[str]) -> str:
         """The cell by ``axes`` (those that vary across the run), whole: never cut, so two
