@@ -226,6 +226,18 @@ def test_actionlint_with_shellcheck_passes(workflow):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+SCRIPTS = [REPO / ".ci" / "run", *sorted((REPO / "scripts").glob("*.sh"))]
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: str(p.relative_to(REPO)))
+def test_shellcheck_passes_on_the_shell_scripts(script):
+    """CI's own script and the bootstrap, at shellcheck's warning level (its info notes,
+    such as an activate script it cannot follow, are not defects)."""
+    proc = subprocess.run([_tool("shellcheck"), "-S", "warning", str(script)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_actionlint_can_fail(tmp_path):
     """A workflow with an unquoted expansion (shellcheck's SC2086) and an unknown key."""
     bad = tmp_path / ".github" / "workflows" / "bad.yml"
