@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._envs import REPO_ROOT, Release, checkout_env
-from benchmarks.matrix.plan import Cell
+from benchmarks.matrix.plan import Cell, selection_digest
 from harness.document import (
     AXIS_OPTIONS,
     CellInfo,
@@ -45,7 +45,7 @@ from harness.document import (
 )
 from harness.processes import raise_on_end_signals
 from harness.registry import LOG_PROBE_PAIRS, WrapTarget
-from harness.schema import SCHEMA_VERSION, BootResult, SchemaError, matrix_cells
+from harness.schema import SCHEMA_VERSION, BootResult, SchemaError
 from harness.secrets import environment_secrets, scrub_file
 
 ORDER_NOTE = ("interleaved per cell: round r runs the releases forward when r is odd, "
@@ -307,7 +307,7 @@ def merge_side(ran: Sequence[RanSlot], release: Release, *,
         entry.timed(stats)
         entries.append(entry)
     meta = RunMeta(schema_version=SCHEMA_VERSION, matrix=matrix, rounds=rounds,
-                   matrix_cells=matrix_cells([c.id for c in selected]) if selected else None,
+                   matrix_cells=selection_digest(matrix, list(selected)) if selected else None,
                    written_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=platform.node(),
                    pid=os.getpid(), unrecorded=unrecorded, release=release.spec,
                    probe_targets_missing=[f"{t.module}:{t.attr} ({t.event})"

@@ -33,22 +33,38 @@ def as_selected(doc: RunDocument, expected: Sequence[Cell]) -> tuple[list[Cell],
     """The cells of ``expected`` the run selected, where its ``coldstart.matrix_cells`` digest
     says which, and a line saying how ``expected`` was narrowed or why it was not.
 
-    The digest is of every selected cell's id, recorded or not, so a cell the run selected and
-    then lost altogether leaves it unmatched: then the whole of ``expected`` stays expected
-    (its missing cells count as without evidence), never a silently smaller set."""
+    ``expected`` is the whole matrix here. The digest is of every selected cell's id, recorded
+    or not, so a cell the run selected and then lost altogether leaves it unmatched: then the
+    whole of ``expected`` stays expected (its missing cells count as without evidence), never a
+    silently smaller set. So it does where the run's digest of its whole matrix differs from
+    ``expected``'s: the matrix has gained or lost cells since, and which of them the run would
+    have selected is not on record."""
     recorded = doc.coldstart.matrix_cells or {}
     present = {c.id for c in doc.cells()}
     mine = [c for c in expected if c.id in present]
+    then = recorded.get("matrix")
+    now = matrix_cells([c.id for c in expected])
+    if recorded.get("sha256") and isinstance(then, dict) and then != now:
+        # Its selection was of another set of cells: what it would select of this one is
+        # not on record, so every cell of it is expected (a cell added since: no evidence).
+        return list(expected), (f"the matrix has changed since the run: it had "
+                                f"{then.get('count')} cells then and has {now['count']} now, so "
+                                f"every cell of it is expected (give the axis options the run "
+                                f"was narrowed by to check only those)")
     if recorded.get("sha256"):
         if matrix_cells([c.id for c in mine]) == {"count": recorded.get("count"),
                                                   "sha256": recorded["sha256"]}:
+            unsure = ("" if isinstance(then, dict) else
+                      "; the run records no digest of its whole matrix, so a cell added to the "
+                      "matrix since would not be noticed")
             return mine, (f"{len(mine)} of the matrix's {len(expected)} cells, the ones the "
-                          f"run selected (its matrix_cells digest); axis options check others")
+                          f"run selected (its matrix_cells digest); axis options check "
+                          f"others{unsure}")
         return list(expected), (f"the run selected {recorded.get('count')} cells (its "
                                 f"matrix_cells digest) and holds {len(mine)} of this matrix's "
                                 f"that are not all of them: every cell of the matrix is "
-                                f"expected (a shard, or a run narrowed by -k: give the axis "
-                                f"options it ran with)")
+                                f"expected (a shard, or cells lost from the document: merge "
+                                f"the shards, or give the axis options it ran with)")
     # No digest (a document written before schema 3 recorded one, or by hand): say what
     # narrowing its own cells suggest rather than guess it.
     values = {a: sorted({str(c.axes.get(a)) for c in doc.cells() if c.axes.get(a) is not None})

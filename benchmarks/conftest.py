@@ -35,7 +35,7 @@ import pytest
 from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, Plan, cell_from_params, split_values
 from benchmarks.preflight import Preflight, mark_cannot_boot_here, plan_here
 from benchmarks.resume import resumable_entries
-from benchmarks.split import ShardPlugin
+from benchmarks.split import Selection, ShardPlugin
 from harness.document import (
     AXIS_OPTIONS,
     STATS_TIMER,
@@ -160,6 +160,7 @@ def pytest_configure(config: pytest.Config) -> None:
         resume, rounds=run_setting(config, "rounds"),
         any_machine=config.getoption("resume_any_machine"))
     config._coldstart_signals = _stop_cleanly_on_signals()
+    config.pluginmanager.register(Selection(config), "coldstart-selection")
 
 
 def _stop_cleanly_on_signals() -> dict[int, Any]:
@@ -273,8 +274,14 @@ def _commit_info(config: pytest.Config) -> dict[str, Any]:
 
 
 def _matrix_cells(config: pytest.Config) -> dict[str, Any]:
-    """The whole selection's digest (before ``--splits``): every shard of a run alike."""
-    return matrix_cells([c.id for c in getattr(config, "_coldstart_cells", [])])
+    """The whole selection's digest (before ``--splits``): every shard of a run alike; and
+    that of every cell of the matrix it was selected from."""
+    selection: Selection | None = config.pluginmanager.get_plugin("coldstart-selection")
+    selected = selection.ids if selection is not None else None
+    if selected is None:  # collection never finished
+        selected = [c.id for c in getattr(config, "_coldstart_cells", [])]
+    plan: Plan | None = getattr(config, "_coldstart_plan", None)
+    return matrix_cells(selected, of=[c.id for c in plan.cells] if plan else None)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

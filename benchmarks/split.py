@@ -80,7 +80,7 @@ def estimate_s(cell: Cell, rounds: int = 1) -> float:
     return rounds * (rest + compile_s.get(cell.compile_cache, 0.0))
 
 
-def _cell_of(item: pytest.Item) -> Cell | None:
+def cell_of(item: pytest.Item) -> Cell | None:
     callspec = getattr(item, "callspec", None)
     if callspec is None or not set(AXES) <= set(callspec.params):
         return None
@@ -92,10 +92,33 @@ def fill_estimates(durations: dict[str, float], items: list[pytest.Item],
     """The durations pytest-split splits by: the stored ones, and an estimate for each cell
     the store lacks (scaled onto the stored seconds where the store holds any selected cell)."""
     estimates = {item.nodeid: estimate_s(cell, rounds)
-                 for item in items if (cell := _cell_of(item)) is not None}
+                 for item in items if (cell := cell_of(item)) is not None}
     both = [durations[n] / e for n, e in estimates.items() if n in durations and e > 0]
     scale = statistics.median(both) if both else 1.0
     return {**{n: e * scale for n, e in estimates.items()}, **durations}
+
+
+class Selection:
+    """The cells a run selected: the axis options', less what ``-k``, ``-m`` and
+    ``--deselect`` took away, but not less what ``--splits`` gave other shards, so that every
+    shard of a run records the same selection and a run narrowed by ``-k`` is held to what it
+    ran (``coldstart check``). Registered by benchmarks/conftest.py."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.said: list[list[str]] = []
+        self.ids: list[str] | None = None  # known once collection is finished
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.said.append([c.id for i in items if (c := cell_of(i))])
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        kept = [c.id for i in session.items if (c := cell_of(i))]
+        # pytest-split (trylast) says its deselection last, after -k's, -m's and
+        # --deselect's, and says it even when it is empty.
+        if self.config.pluginmanager.has_plugin("pytestsplitplugin") and self.said:
+            kept += self.said[-1]
+        self.ids = kept
 
 
 class ShardPlugin:

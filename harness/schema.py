@@ -28,6 +28,11 @@ Schema changelog (bump ``SCHEMA_VERSION`` on any change a reader must know about
   log's format and wording allow, a PEP 440 specifier set such as ">=0.8,<0.12"). A log that
   prints a start-up total but none of the six phases is ``state="skipped"`` with the reason,
   never "measured": there is nothing per phase to fit or compare.
+  ``coldstart.matrix_cells.matrix`` ({"count", "sha256"} of every cell of the matrix the run
+  selected from, before any narrowing): ``coldstart check`` holds a run to its selection only
+  while its matrix still has the cells it had; an older document says nothing of it. The
+  selection digest is taken after pytest's ``-k``, ``-m`` and ``--deselect``, before
+  ``--splits``: a run narrowed with ``-k`` is held to the cells it ran.
 """
 
 from __future__ import annotations
@@ -271,13 +276,20 @@ def cell_id(params: dict[str, Any]) -> str:
     return "-".join(f"{k}={v}" for k, v in params.items())
 
 
-def matrix_cells(ids: list[str]) -> dict[str, Any]:
+def matrix_cells(ids: list[str], of: list[str] | None = None) -> dict[str, Any]:
     """Which matrix a run is of: the number and a digest of its selected cells' ids (every
-    shard of one run has the same; a shard of another matrix, or a stale one, does not)."""
+    shard of one run has the same; a shard of another matrix, or a stale one, does not).
+
+    ``of``: every cell id of the matrix the selection was made from, digested under
+    ``"matrix"``, so that a matrix that has gained or lost cells since the run is told from
+    the one the run selected from."""
     import hashlib
 
-    return {"count": len(ids),
-            "sha256": hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()}
+    def digest(some: list[str]) -> dict[str, Any]:
+        return {"count": len(some),
+                "sha256": hashlib.sha256("\n".join(sorted(some)).encode()).hexdigest()}
+
+    return digest(ids) | ({"matrix": digest(of)} if of is not None else {})
 
 
 def gpu_models(gpus: Any) -> list[str]:

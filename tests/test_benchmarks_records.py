@@ -512,6 +512,41 @@ def test_check_holds_a_narrowed_run_to_the_cells_it_selected(tmp_path, capsys):
     assert "2 cells expected, 0 problem(s), 1 without evidence" in capsys.readouterr().out
 
 
+def test_check_notices_a_matrix_that_gained_a_cell_since_the_run(tmp_path, capsys):
+    """The committed idle retained-state run, digested as a run of today records itself (its
+    selection and its whole matrix), against a copy of its matrix file. It passes on its two
+    cells while the file is as it was; once the file gains a configuration, which cells the
+    run would select of it is not on record: every cell is expected and it is inconclusive,
+    until the axis options it ran with say which to hold it to."""
+    from benchmarks.matrix.plan import load_plan, selection_digest
+
+    source = REPO / "examples" / "matrices" / "retained-state.yaml"
+    matrix = tmp_path / "retained-state.yaml"
+    matrix.write_text(source.read_text())
+    doc = json.loads((REPO / "docs" / "data" / "retained-state-cpu-warm-idle5.json").read_text())
+    ran = {b["param"] for b in doc["benchmarks"]}
+    doc["coldstart"]["matrix"] = str(matrix)
+    doc["coldstart"]["matrix_cells"] = selection_digest(
+        str(matrix), [c for c in load_plan(str(matrix)).cells if c.id in ran])
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps(doc))
+    assert coldstart(["check", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "the ones the run selected" in out and "would not be noticed" not in out
+    before = len(load_plan(str(matrix)).cells)
+    matrix.write_text(source.read_text().replace(
+        "boot_timeout:", '  - {compile_cache: cold, page_cache: evicted, '
+                         'VLLM_USE_AOT_COMPILE: "0"}\nboot_timeout:'))
+    assert len(load_plan(str(matrix)).cells) == before + 1
+    assert coldstart(["check", str(run)]) == 3
+    out = capsys.readouterr().out
+    assert (f"the matrix has changed since the run: it had {before} cells then and has "
+            f"{before + 1} now") in out
+    assert f"{before + 1} cells expected" in out.splitlines()[-1]
+    assert coldstart(["check", str(run), "--compile-caches", "warm", "--page-caches",
+                      "warm"]) == 0
+
+
 def test_a_cell_that_failed_its_checks_says_why_at_the_end_of_the_run() -> None:
     """The end-of-run line of a measured cell that failed its checks leads with that, not
     with its seconds as if they were good."""

@@ -327,6 +327,9 @@ def test_pytest_slots_end_to_end_with_faked_boots(tmp_path: Path) -> None:
         side = read_run(tmp_path / f"{release.package}-{release.version}.json")
         expected, how = as_selected(side, select("full"))
         assert [c.id for c in expected] == [CELL.id], how
+        # and the matrix it was selected from, so a matrix changed since is noticed
+        assert side.coldstart.matrix_cells["matrix"]["count"] == len(select("full"))
+        assert "no digest of its whole matrix" not in how
     assert len(list((tmp_path / "slots").glob("*.log"))) == 2
 
 

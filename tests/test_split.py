@@ -150,3 +150,41 @@ def test_shards_of_scripted_boots_merge_into_the_unsplit_cells(tmp_path):
     from coldstart.__main__ import main as coldstart
 
     assert coldstart(["check", str(merged), *cold_four]) == 0
+
+
+def test_a_run_narrowed_by_k_records_what_it_ran_in_every_shard(tmp_path):
+    """``-k`` narrows the selection a run records (``coldstart.matrix_cells``); ``--splits``
+    does not: both shards of a ``-k`` run say the same two cells, and check holds their merge
+    to those two without axis options."""
+    import os
+
+    from coldstart.__main__ import main as coldstart
+    from harness.schema import matrix_cells
+
+    cold_four = ["--matrix", "full", "--models", "smollm2-135m", "--compile-caches", "cold",
+                 "--entrypoints", "offline", "--loaders", "safetensors,runai_streamer"]
+    code, ran, out = _collect(*cold_four, "-k", "runai_streamer", durations=tmp_path / "none")
+    assert code == 0 and len(ran) == 2, out
+    env = {**os.environ, "FAKE_ROUNDS": "measured", "FAKE_FAULTS": "",
+           "COLDSTART_CACHE_DIR": str(tmp_path / "cache")}
+    shards = []
+    for group in (1, 2):
+        shard = tmp_path / f"shard{group}.json"
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "benchmarks/", "-p", "tests._fake_boots",
+             "-p", "no:cacheprovider", "-q", "--basetemp", str(tmp_path / f"inner{group}"),
+             "--allow-busy-machine", "--durations-path", str(tmp_path / "none"), *cold_four,
+             "-k", "runai_streamer", "--splits", "2", "--group", str(group),
+             "--benchmark-json", str(shard)],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout[-3000:]
+        shards.append(shard)
+    whole = [c.id for c in select("full")]
+    digests = [read_json(s)["coldstart"]["matrix_cells"] for s in shards]
+    assert digests == [matrix_cells(ran, of=whole)] * 2
+    assert [len(read_json(s)["benchmarks"]) for s in shards] == [1, 1]
+    merged = tmp_path / "merged.json"
+    assert coldstart(["merge", *map(str, shards), "-o", str(merged)]) == 0
+    assert coldstart(["check", str(merged)]) == 0
+    # A shard alone lacks the other's cell: inconclusive, never a pass on half.
+    assert coldstart(["check", str(shards[0])]) == 3

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.document import CELL_AXES
 from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, cell_id
+from harness.schema import matrix_cells as digest_cells
 
 # The five axes every cell has (harness.document.CELL_AXES, where a cell is defined).
 AXES: tuple[str, ...] = CELL_AXES
@@ -115,6 +116,18 @@ def cell_from_params(params: dict[str, Any]) -> Cell:
     if extra is None:
         extra = {k: v for k, v in params.items() if k not in AXES}
     return Cell(*(params[a] for a in AXES), extra=tuple(extra.items()))
+
+
+def selection_digest(matrix: str, selected: list[Cell]) -> dict[str, Any]:
+    """``coldstart.matrix_cells`` of a run that selected ``selected`` from ``matrix``: the
+    selection's digest and, where the matrix still reads, its whole one."""
+    try:
+        whole: list[str] | None = [c.id for c in load_plan(matrix).cells]
+    except (ValueError, OSError):
+        # A matrix file moved or broken since the boots: the selection still says itself,
+        # and check then says it cannot tell whether the matrix changed.
+        whole = None
+    return digest_cells([c.id for c in selected], of=whole)
 
 
 def matrix_cells(matrix: str) -> list[Cell]:

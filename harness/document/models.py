@@ -170,7 +170,8 @@ class RunMeta(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     matrix: str | None = None
-    # {"count", "sha256"} of the selected cells' ids: every shard of a run alike (schema 3).
+    # {"count", "sha256"} of the selected cells' ids: every shard of a run alike (schema 3);
+    # "matrix": the same of every cell of the matrix they were selected from (later in 3).
     matrix_cells: dict[str, Any] | None = None
     rounds: int | None = None
     command: str | None = None  # pytest's arguments as given
