@@ -102,23 +102,34 @@ class Selection:
     """The cells a run selected: the axis options', less what ``-k``, ``-m`` and
     ``--deselect`` took away, but not less what ``--splits`` gave other shards, so that every
     shard of a run records the same selection and a run narrowed by ``-k`` is held to what it
-    ran (``coldstart check``). Registered by benchmarks/conftest.py."""
+    ran (``coldstart check``). Registered by benchmarks/conftest.py at configure time.
+
+    Taken by a trylast hook that runs after the ordinary ones (-k's, -m's, --deselect's) and
+    before pytest-split's, itself trylast and registered later. Where that order does not
+    hold, or --lf or --stepwise narrow the run to what failed last time (before this hook:
+    a re-run of failures is not a selection of the matrix), the selection is None: the run
+    then records its axis options' cells, and check expects them all (fail closed)."""
 
     def __init__(self, config: pytest.Config):
         self.config = config
-        self.said: list[list[str]] = []
-        self.ids: list[str] | None = None  # known once collection is finished
+        self.ids: list[str] | None = None  # known once the items are chosen
 
-    def pytest_deselected(self, items: list[pytest.Item]) -> None:
-        self.said.append([c.id for i in items if (c := cell_of(i))])
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        if (config.getoption("lf", False) or config.getoption("stepwise", False)
+                or not self._before_split(config)):
+            return
+        self.ids = [c.id for i in items if (c := cell_of(i))]
 
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        kept = [c.id for i in session.items if (c := cell_of(i))]
-        # pytest-split (trylast) says its deselection last, after -k's, -m's and
-        # --deselect's, and says it even when it is empty.
-        if self.config.pluginmanager.has_plugin("pytestsplitplugin") and self.said:
-            kept += self.said[-1]
-        self.ids = kept
+    def _before_split(self, config: pytest.Config) -> bool:
+        split = config.pluginmanager.get_plugin("pytestsplitplugin")
+        if split is None:
+            return True
+        # pluggy calls a hook's implementations from the end of this list to its start.
+        order = [impl.plugin for impl in
+                 config.hook.pytest_collection_modifyitems.get_hookimpls()]
+        return order.index(self) > order.index(split)
 
 
 class ShardPlugin:

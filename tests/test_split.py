@@ -188,3 +188,36 @@ def test_a_run_narrowed_by_k_records_what_it_ran_in_every_shard(tmp_path):
     assert coldstart(["check", str(merged)]) == 0
     # A shard alone lacks the other's cell: inconclusive, never a pass on half.
     assert coldstart(["check", str(shards[0])]) == 3
+
+
+def test_a_rerun_of_what_failed_last_time_is_held_to_its_whole_selection(tmp_path):
+    """``--lf`` narrows the run to the cells that failed last time, before any hook sees the
+    items: that is no selection of the matrix, so the run records its axis options' cells and
+    check expects every one of them (inconclusive), not a pass on the one it re-ran."""
+    import os
+
+    from coldstart.__main__ import main as coldstart
+    from harness.schema import matrix_cells
+
+    cold_four = ["--matrix", "full", "--models", "smollm2-135m", "--compile-caches", "cold",
+                 "--entrypoints", "offline", "--loaders", "safetensors,runai_streamer"]
+    code, four, out = _collect(*cold_four, durations=tmp_path / "none")
+    assert code == 0 and len(four) == 4, out
+    cache = tmp_path / "cache-dir"
+    (cache / "v" / "cache").mkdir(parents=True)
+    (cache / "v" / "cache" / "lastfailed").write_text(json.dumps(
+        {f"benchmarks/test_cold_start.py::test_cold_start[{four[0]}]": True}))
+    run = tmp_path / "rerun.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "benchmarks/", "-p", "tests._fake_boots", "-q",
+         "-o", f"cache_dir={cache}", "--lf", "--basetemp", str(tmp_path / "inner"),
+         "--allow-busy-machine", *cold_four, "--benchmark-json", str(run)],
+        cwd=REPO, env={**os.environ, "FAKE_ROUNDS": "measured", "FAKE_FAULTS": "",
+                       "COLDSTART_CACHE_DIR": str(tmp_path / "cache")},
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    doc = read_json(run)
+    assert [b["param"] for b in doc["benchmarks"]] == [four[0]]
+    whole = [c.id for c in select("full")]
+    assert doc["coldstart"]["matrix_cells"] == matrix_cells(four, of=whole)
+    assert coldstart(["check", str(run)]) == 3
