@@ -18,7 +18,9 @@ modification time); inputs of different schema versions; different vLLM versions
 ``--allow-mixed-versions``); different ``--rounds`` (a cell's rounds are part of its result,
 as ``--resume`` has it), and a cell with more rounds than its run's ``--rounds`` (rounds only
 a cells log holds, of another run); shards of different matrices (``coldstart.matrix_cells``,
-else the matrix's name: a stale shard of another run); shards of different commits (unless
+else the matrix's name: a stale shard of another run; shards that selected different cells of
+one matrix, runs narrowed by -k, merge and are counted against the whole matrix, said on
+stderr); shards of different commits (unless
 ``--allow-mixed-commits``: then each cell keeps its commit in ``extra_info.commit_info``).
 A cell takes its commit from its own record, else from its shard's document or cells log; a
 shard whose commit nothing says is named on stderr (not checked), never passed as agreeing.
@@ -56,6 +58,7 @@ from analysis.shards import (
     MergeError,
     Shard,
     ShardCell,
+    joint_selection,
     raw_schema_versions,
     read_shard,
 )
@@ -98,20 +101,27 @@ def _commit_key(commit: dict[str, Any]) -> tuple[Any, Any]:
 def _check_matrices(shards: list[Shard]) -> dict[str, Any] | None:
     """Refuse shards of different matrices; the run's ``matrix_cells`` where known.
 
-    The digest of the selected cells says it where every shard has one (a matrix file's path
-    may differ between machines); else the matrix's name does."""
+    The digests say it where every shard has one (a matrix file's path may differ between
+    machines); else the matrix's name does. Shards of one matrix that selected different
+    cells of it (runs narrowed by -k) merge, counted against the whole matrix
+    (``joint_selection``)."""
     digests = {json.dumps(s.matrix_cells, sort_keys=True): s for s in shards if s.matrix_cells}
     named = {s.matrix: s for s in shards if s.matrix}
-    if len(digests) > 1:
+    joint = joint_selection([s.matrix_cells for s in digests.values()])
+    if len(digests) > 1 and joint is None:
         where = "; ".join(f"{s.path}: {s.matrix or '?'}, {s.matrix_cells.get('count')} cells "
                           f"{str(s.matrix_cells.get('sha256'))[:12]}" for s in digests.values())
         raise MergeError(f"shards of different matrices ({where}): a stale shard of another "
                          "run? merge the shards of one run")
+    if joint is not None and "sha256" not in joint:
+        print("analysis.merge: the shards selected different cells of one matrix (runs "
+              "narrowed by -k or axis options): the merged run is counted against the whole "
+              "matrix", file=sys.stderr)
     if any(not s.matrix_cells for s in shards) and len(named) > 1:
         where = "; ".join(f"{s.path}: {m}" for m, s in named.items())
         raise MergeError(f"shards of different matrices ({where}): a stale shard of another "
                          "run? merge the shards of one run")
-    return json.loads(next(iter(digests))) if digests else None
+    return joint
 
 
 def merge(paths: list[Path], *, prefer_newest: bool = False,
@@ -275,5 +285,7 @@ def missing_cells(merged: Path, expected: list[str] | None) -> tuple[int, list[s
     if expected is not None:
         gone = [c for c in expected if c not in have]
         return len(gone), gone
-    count = (doc.coldstart.matrix_cells or {}).get("count")
+    digest = doc.coldstart.matrix_cells or {}
+    # shards of different selections of one matrix are counted against the whole of it
+    count = digest.get("count", (digest.get("matrix") or {}).get("count"))
     return (max(count - len(have), 0), []) if isinstance(count, int) else (-1, [])

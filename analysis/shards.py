@@ -33,8 +33,8 @@ from harness.document import (
 )
 from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, SchemaError, cell_id, read_json
 
-__all__ = ["CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "raw_schema_versions",
-           "read_shard", "stamp_epoch"]
+__all__ = ["CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "joint_selection",
+           "raw_schema_versions", "read_shard", "stamp_epoch"]
 
 CELLS_LOG_SUFFIX = ".jsonl"
 
@@ -263,17 +263,45 @@ def _read_cells_log(path: Path, program: str) -> Shard:
                                  commit or None)
     if not by_cell:
         print(f"analysis.merge: {path}: no cell in this cells log", file=sys.stderr)
-    if len(matrices) > 1 or len(fingerprints) > 1:
+    joint = joint_selection(fingerprints)
+    if len(matrices) > 1 or (fingerprints and joint is None):
         what = ", ".join([*sorted(matrices), *(f"{f.get('count')} cells "
                                                 f"{str(f.get('sha256'))[:12]}"
                                                 for f in fingerprints)])
         raise MergeError(f"{path}: lines of different matrices ({what}): a cells log of "
                          "several runs; merge the lines of one")
+    if len(fingerprints) > 1:
+        print(f"analysis.merge: {path}: lines of different selections of one matrix (a "
+              f"re-run with -k or axis options): its cells are counted against the whole "
+              f"matrix", file=sys.stderr)
     # A log written before schema 3 does not say the --rounds it ran with (a cell stopped
     # early has fewer rounds than asked): merge judges it by its cells' rounds.
     return Shard(path, "cells-log", schema, vllm, None, matrices.pop() if matrices else None,
                  host, list(by_cell.values()), None,
-                 fingerprints[0] if fingerprints else None, run_rounds)
+                 joint, run_rounds)
+
+
+def joint_selection(digests: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The ``matrix_cells`` of documents (or cells-log lines) merged into one run, or None
+    where they are of different matrices.
+
+    Of one selection: that selection (and the matrix's digest, where every one records the
+    same; a document older than that digest says nothing of it). Of one matrix's cells but
+    different selections (runs narrowed by -k or axis options, a cell re-run into a cells
+    log): the matrix's digest alone, so that ``coldstart check`` expects every cell of the
+    matrix rather than the cells any one of them selected."""
+    if not digests:
+        return None
+    selections = {(d.get("count"), d.get("sha256")) for d in digests}
+    wholes = [d.get("matrix") for d in digests]
+    said = [w for w in wholes if w is not None]
+    if any(w != said[0] for w in said):
+        return None
+    if len(selections) == 1:
+        (count, sha), = selections
+        return {"count": count, "sha256": sha} | (
+            {"matrix": said[0]} if said and len(said) == len(wholes) else {})
+    return {"matrix": said[0]} if said and len(said) == len(wholes) else None
 
 
 def read_shard(path: Path, program: str = "analysis.merge") -> Shard:

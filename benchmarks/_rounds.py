@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._envs import REPO_ROOT, Release, checkout_env
-from benchmarks.matrix.plan import Cell, selection_digest
+from benchmarks.matrix.plan import Cell
 from harness.document import (
     AXIS_OPTIONS,
     CellInfo,
@@ -263,14 +263,16 @@ def apply_log_fallback(boot: BootResult, missing: Sequence[WrapTarget]) -> BootR
 def merge_side(ran: Sequence[RanSlot], release: Release, *,
                matrix: str, rounds: int, missing_targets: Sequence[WrapTarget] = (),
                extra_meta: dict[str, Any] | None = None,
-               selected: Sequence[Any] = ()) -> RunDocument:
+               selection: dict[str, Any] | None = None) -> RunDocument:
     """One pytest-benchmark document for one release from the documents of its slots.
 
     A cell's ``stats`` are its measured rounds' ``wall_s`` (``CellInfo.stats``),
     never the slots' own stats: a slot document written before those agreed timed the whole
-    boot call, seconds more. ``selected``: the cells the run was asked for (every
-    ``Cell`` of the plan, booted or not), recorded as ``coldstart.matrix_cells`` so that
-    ``coldstart check`` holds the document to them rather than to the whole matrix.
+    boot call, seconds more. ``selection``: the digest of the cells the run was asked for
+    (every ``Cell`` of the plan, booted or not) and of its matrix, taken when they were
+    chosen (``benchmarks.matrix.plan.selection_digest``), recorded as
+    ``coldstart.matrix_cells`` so that ``coldstart check`` holds the document to them rather
+    than to the whole matrix, while the matrix still has the cells it had.
     """
     first = next((d for _, d, _ in ran if d.machine_info), RunDocument(benchmarks=[]))
     per_cell: dict[str, dict[str, Any]] = {}
@@ -307,7 +309,7 @@ def merge_side(ran: Sequence[RanSlot], release: Release, *,
         entry.timed(stats)
         entries.append(entry)
     meta = RunMeta(schema_version=SCHEMA_VERSION, matrix=matrix, rounds=rounds,
-                   matrix_cells=selection_digest(matrix, list(selected)) if selected else None,
+                   matrix_cells=selection or None,
                    written_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"), host=platform.node(),
                    pid=os.getpid(), unrecorded=unrecorded, release=release.spec,
                    probe_targets_missing=[f"{t.module}:{t.attr} ({t.event})"

@@ -39,7 +39,7 @@ from benchmarks._rounds import (
     release_file,
     run_slots,
 )
-from benchmarks.matrix.plan import Cell
+from benchmarks.matrix.plan import Cell, selection_digest
 from coldstart.errors import USER_ERRORS
 from harness.document import write_run
 from harness.registry import WrapTarget
@@ -57,6 +57,13 @@ class GatePlan:
     cells: Sequence[Cell]
     rounds: int
     compare: dict[str, Any] = field(default_factory=dict)
+    # coldstart.matrix_cells of both sides: the cells selected, and the matrix's
+    selection: dict[str, Any] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Taken now, from the matrix as it is when its cells are chosen, not when the sides
+        # are written after the boots: a cell added to the file meanwhile is then noticed.
+        object.__setattr__(self, "selection", selection_digest(self.matrix, list(self.cells)))
 
 
 def tested_metrics(cell: Cell, platform: str) -> int:
@@ -96,7 +103,8 @@ def run_gate(plan: GatePlan, releases: Sequence[Release], run_slot: SlotRunner,
     empty = []
     for side, release in enumerate(releases):
         doc = merge_side([r for r in ran if r[0].side == side], release, matrix=plan.matrix,
-                         rounds=plan.rounds, missing_targets=missing[side], selected=cells,
+                         rounds=plan.rounds, missing_targets=missing[side],
+                         selection=plan.selection,
                          extra_meta={"gate": {"base": str(releases[0]), "new": str(releases[1]),
                                               "side": ("base", "new")[side],
                                               "order": order_label(slots)}})

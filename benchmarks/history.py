@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from benchmarks._rounds import (
     release_file,
     run_slots,
 )
-from benchmarks.matrix.plan import Cell
+from benchmarks.matrix.plan import Cell, selection_digest
 from coldstart.errors import UserError
 from harness.document import RunDocument, read_cells, write_run
 from harness.schema import PHASE_NAMES, BootResult, SchemaError
@@ -65,6 +65,13 @@ class HistoryPlan:
     png: Path | None = None
     title: str = ""
     lock: Path | None = None
+    # coldstart.matrix_cells of every release's document: the cells selected, the matrix's
+    selection: dict[str, Any] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Taken now, from the matrix as it is when its cells are chosen, not when the sides
+        # are written after the boots: a cell added to the file meanwhile is then noticed.
+        object.__setattr__(self, "selection", selection_digest(self.matrix, list(self.cells)))
 
 
 @dataclass
@@ -261,7 +268,7 @@ def run_history(plan: HistoryPlan, releases: list[Release], runner: SlotRunner, 
             continue
         doc = merge_side(mine, release, matrix=plan.matrix, rounds=plan.rounds,
                          missing_targets=missing[side] if missing else (),
-                         selected=plan.cells)
+                         selection=plan.selection)
         path = plan.out_dir / release_file(release)
         write_run(doc, path)
         paths.append(path)

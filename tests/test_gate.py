@@ -379,3 +379,22 @@ def test_the_recorded_five_round_gate_follows_the_rule() -> None:
     # the seconds are in load_model around its sub-phases, as on the Intel machine
     kept = json.loads((docs / "gate5-compare-0.31.0-0.32.0.json").read_text())
     assert kept["verdict"]["verdict"] == "regression"
+
+
+def test_a_gate_records_its_matrix_as_it_was_when_its_cells_were_chosen(tmp_path: Path):
+    """The gate's cells are chosen before half an hour of boots: a cell added to the matrix
+    file meanwhile must not be taken for one the run knew of (check would then pass the run
+    without it)."""
+    from benchmarks.matrix.plan import load_plan
+
+    source = Path(__file__).parents[1] / "examples" / "matrices" / "retained-state.yaml"
+    matrix = tmp_path / "m.yaml"
+    matrix.write_text(source.read_text())
+    cells = load_plan(str(matrix)).cells
+    plan = gate.GatePlan(str(matrix), cells[:1], 1)
+    matrix.write_text(source.read_text().replace(
+        "boot_timeout:", '  - {compile_cache: cold, page_cache: evicted, '
+                         'VLLM_USE_AOT_COMPILE: "0"}\nboot_timeout:'))
+    assert len(load_plan(str(matrix)).cells) == len(cells) + 1
+    assert plan.selection["matrix"]["count"] == len(cells)
+    assert plan.selection["count"] == 1

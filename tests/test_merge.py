@@ -392,6 +392,32 @@ def test_shards_of_one_selection_merge_whatever_the_matrix_files_path(tmp_path, 
     assert read_json(out)["coldstart"]["matrix_cells"] == matrix_cells(ids)
 
 
+def test_runs_narrowed_by_k_of_one_matrix_merge_against_the_whole_matrix(tmp_path, capsys):
+    """Two halves of the scaling run, each as a run narrowed by -k records itself (its own
+    selection, the same whole matrix): they merge, and the merged run keeps only the matrix's
+    digest, so that check expects every cell of it. Where the matrix file was edited between
+    the two runs, its digests differ and the stale half is refused."""
+    ids = [b["param"] for b in read_json(SCALING)["benchmarks"]]
+
+    def narrowed(i, doc, whole=ids):
+        half = [ids[j] for j in HALVES[i]]
+        doc["coldstart"]["matrix_cells"] = matrix_cells(half, of=whole if i == 0 else ids)
+    out = tmp_path / "merged.json"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    code, err = _merge(capsys, *_shards(SCALING, tmp_path / "a", HALVES, edit=narrowed),
+                       "-o", out)
+    assert code == 0, err
+    assert "counted against the whole matrix" in err
+    assert read_json(out)["coldstart"]["matrix_cells"] == {"matrix": matrix_cells(ids)}
+
+    def edited(i, doc):
+        narrowed(i, doc, whole=ids[:10])
+    code, err = _merge(capsys, *_shards(SCALING, tmp_path / "b", HALVES, edit=edited),
+                       "-o", tmp_path / "refused.json")
+    assert code == 2 and "different matrices" in err
+
+
 def _one_round(i: int, doc: dict) -> None:
     """The shard as a ``--rounds 1`` run writes it: each cell its first round (of the
     committed 3-round run), its stats of that round."""

@@ -200,3 +200,21 @@ def test_every_line_of_the_front_doors_merge_names_it(shards, tmp_path):
     lines = proc.stderr.splitlines()
     assert any("a cut last line left out" in line for line in lines)
     assert lines and all(line.startswith("coldstart merge") for line in lines), lines
+
+
+def test_joint_selection_keeps_only_what_every_input_says():
+    """The one rule merge and a cells log's lines share: a selection all agree on stays;
+    different selections of one matrix keep only the matrix's digest; a matrix said
+    differently, or selections that no matrix digest ties together, are of different runs."""
+    from analysis.shards import joint_selection
+
+    whole = matrix_cells(SMOKE)
+    a = matrix_cells(SMOKE[:2], of=SMOKE)
+    b = matrix_cells(SMOKE[2:], of=SMOKE)
+    older = matrix_cells(SMOKE[:2])
+    assert joint_selection([a, a]) == a
+    assert joint_selection([a, older]) == older  # the matrix's digest is not every one's
+    assert joint_selection([a, b]) == {"matrix": whole}
+    assert joint_selection([a, matrix_cells(SMOKE[2:], of=SMOKE[:3])]) is None
+    assert joint_selection([older, matrix_cells(SMOKE[2:])]) is None
+    assert joint_selection([]) is None
