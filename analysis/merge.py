@@ -113,7 +113,7 @@ def _check_matrices(shards: list[Shard]) -> dict[str, Any] | None:
                           f"{str(s.matrix_cells.get('sha256'))[:12]}" for s in digests.values())
         raise MergeError(f"shards of different matrices ({where}): a stale shard of another "
                          "run? merge the shards of one run")
-    if joint is not None and "sha256" not in joint:
+    if len(digests) > 1 and joint is not None and "sha256" not in joint:
         print("analysis.merge: the shards selected different cells of one matrix (runs "
               "narrowed by -k or axis options): the merged run is counted against the whole "
               "matrix", file=sys.stderr)
