@@ -15,15 +15,16 @@ the boots' median load bandwidth (``analysis.storage``): the storage is a featur
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from analysis.features.model_features import ModelFeatures
 from analysis.features.model_folder import boot_features
 from analysis.storage import row_load_bandwidth
-from coldstart.errors import FeatureError
-from harness.document import RunCell, RunDocument, boot_of, read_cells, recorded_facts
-from harness.schema import PHASE_NAMES, BootResult, gpu_models
+from document import MachineFacts, RunCell, RunDocument, boot_of, read_cells, recorded_facts
+from document.boot_result import PHASE_NAMES, BootResult, gpu_models
+from document.errors import FeatureError
 
 __all__ = ["COMPARABLE_FACTS", "CONFIG_FIELDS", "MERGED_KEY", "Row", "Dataset", "build_dataset", "cell_identities",
            "config_label", "document_machines", "group_machines", "info_identity", "InputFile",
@@ -76,39 +77,16 @@ def machine_identity(doc: RunDocument | None, boots: list[BootResult], *,
                          sorted({b.platform for b in boots if b.platform}), full=full)
 
 
-def _isa(ours: dict[str, Any]) -> str | None:
-    flags = ours.get("cpu_isa")
-    return " ".join(sorted(flags)) if isinstance(flags, list) else None
-
-
-def _memory_gib(ours: dict[str, Any]) -> int | None:
-    # Whole GiB: two VMs of one size differ by the few MiB their kernels reserve.
-    value = ours.get("memory_bytes")
-    return round(value / 2**30) if isinstance(value, (int, float)) else None
-
-
-def _storage(ours: dict[str, Any]) -> str | None:
-    storage = ours.get("fixture_storage")
-    if not isinstance(storage, dict) or not storage.get("device"):
-        return None
-    kind = {True: ", rotational", False: ", solid-state"}.get(storage.get("rotational"), "")
-    return f"{storage['device']} ({storage.get('filesystem') or '?'}{kind})"
-
-
-def _gpu_driver(ours: dict[str, Any]) -> str | None:
-    return ours.get("cuda_driver") or None
-
-
 # Beyond what a fit pools by: what two runs compared for a gate must share, or the change
 # may be the machine's. Two VMs both named "Intel(R) Xeon(R) Processor" differed in AMX and
 # booted 15-25 % apart; the storage under the model folder sets model_loading's seconds.
-COMPARABLE_FACTS = {
-    "cpu_isa": _isa,
-    "cpu_affinity": lambda ours: ours.get("cpu_affinity"),
-    "memory_gib": _memory_gib,
-    "kernel": lambda ours: ours.get("kernel"),
-    "gpu_driver": _gpu_driver,
-    "storage": _storage,
+COMPARABLE_FACTS: dict[str, Callable[[MachineFacts], Any]] = {
+    "cpu_isa": lambda ours: ours.isa,
+    "cpu_affinity": lambda ours: ours.cpu_affinity,
+    "memory_gib": lambda ours: ours.memory_gib,
+    "kernel": lambda ours: ours.kernel,
+    "gpu_driver": lambda ours: ours.cuda_driver or None,
+    "storage": lambda ours: ours.fixture_storage.label() if ours.fixture_storage else None,
 }
 
 
@@ -117,11 +95,11 @@ def info_identity(info: Any, platforms: list[str], *, full: bool = False) -> dic
     info = info if isinstance(info, dict) else {}
     ours = recorded_facts(info)
     brand, count = _cpu(info)
-    gpus = gpu_models(ours.get("gpus"))
-    out = {"cpu": brand or ours.get("cpu_model"),
-           "cpu_count": count if count is not None else ours.get("cpu_count"),
+    gpus = gpu_models(ours.gpus)
+    out = {"cpu": brand or ours.cpu_model,
+           "cpu_count": count if count is not None else ours.cpu_count,
            "system": info.get("system"), "machine": info.get("machine"),
-           "platform": ",".join(platforms) if platforms else ours.get("platform"),
+           "platform": ",".join(platforms) if platforms else ours.platform,
            "gpu": ",".join(gpus) if gpus else info.get("gpu")}
     if full:
         out.update({key: read(ours) for key, read in COMPARABLE_FACTS.items()})

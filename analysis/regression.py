@@ -31,7 +31,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 
-from coldstart.errors import UserError
+from document.errors import UserError
 
 __all__ = ["FitError", "PhaseModel", "Prediction", "combine_predictions", "fit_phase",
            "screening_budget", "MAX_OUTLIER_FRACTION", "MIN_POINTS_CONSTANT",

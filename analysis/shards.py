@@ -13,84 +13,27 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from coldstart.errors import unreadable
-from harness.document import (
+from document import (
     CellInfo,
     Entry,
-    RunDocument,
     UnrecordedCell,
-    boot_of,
     cell_axes,
     cell_params,
     cells_log_line,
     read_run,
-    recorded_facts,
 )
-from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, SchemaError, cell_id, read_json
+from document.boot_result import DOCUMENT_KEY, SCHEMA_VERSION, SchemaError, cell_id, read_json
+from document.errors import unreadable
+from document.merging import MergeError, Shard, ShardCell, joint_selection
 
-__all__ = ["CELLS_LOG_SUFFIX", "MergeError", "Shard", "ShardCell", "joint_selection",
-           "raw_schema_versions", "read_shard", "stamp_epoch"]
+# What a shard is, and the checks of merging shards, are the document's (document.merging).
+__all__ = ["CELLS_LOG_SUFFIX", "raw_schema_versions", "read_shard", "stamp_epoch"]
 
 CELLS_LOG_SUFFIX = ".jsonl"
-
-
-class MergeError(SchemaError):
-    """Inputs that cannot be merged into one run (bad input: one line, exit 2)."""
-
-
-@dataclass
-class ShardCell:
-    """One cell of a shard, as its document or its cells log holds it."""
-
-    cell: str
-    record: Entry | UnrecordedCell  # a benchmarks entry, or an unrecorded cell
-    recorded: bool  # True: a benchmarks entry
-    machine_info: dict[str, Any]
-    source: str
-    written_at: float
-    from_json: bool
-    commit_info: dict[str, Any] | None = None  # None: the input does not say
-
-    def fields(self) -> CellInfo | UnrecordedCell:
-        """The cell's result, typed: its entry's ``extra_info``, or its unrecorded record."""
-        return self.record.extra_info if isinstance(self.record, Entry) else self.record
-
-    def n_rounds(self) -> int:
-        fields = self.fields()
-        return len(fields.rounds) if isinstance(fields, CellInfo) and fields.rounds else 1
-
-    def same_result(self) -> str:
-        """The cell's result as canonical JSON: its headline round, every round, its checks."""
-        fields = self.fields()
-        headline = boot_of(fields)
-        rounds = (fields.rounds if isinstance(fields, CellInfo) and fields.rounds
-                  else [headline])
-        return json.dumps({
-            "result": headline.model_dump(mode="json"),
-            "rounds": [r.model_dump(mode="json") for r in rounds],
-            "checks_failed": fields.checks_failed}, sort_keys=True)
-
-
-@dataclass
-class Shard:
-    """One input of a merge: its cells and what the merge checks across inputs."""
-
-    path: Path
-    kind: str  # "json" or "cells-log"
-    schema_versions: set[int]
-    vllm_versions: set[str]
-    rounds: int | None
-    matrix: str | None
-    host: str | None
-    cells: list[ShardCell]
-    doc: RunDocument | None = None
-    matrix_cells: dict[str, Any] | None = None  # {"count", "sha256"}: which matrix (schema 3)
-    run_rounds: set[int] | None = None  # the --rounds its cells log's lines say (schema 3)
 
 
 def stamp_epoch(stamp: Any) -> float | None:
@@ -137,7 +80,7 @@ def _read_document(path: Path) -> Shard:
     written = (stamp_epoch(meta.written_at) or stamp_epoch(doc.datetime)
                or path.stat().st_mtime)
     schema = {meta.schema_version}
-    vllm = {v} if (v := doc.machine_facts.get("vllm")) else set()
+    vllm = {v} if (v := doc.machine_facts.vllm_version) else set()
     commit = doc.commit_info or None
     cells = []
     # An input that is itself a merge keeps each cell's own machine and commit.
@@ -232,7 +175,7 @@ def _read_cells_log(path: Path, program: str) -> Shard:
         cid = line.cell or cell_id(params)
         checks = line.checks_failed
         info = line.machine_info
-        host = host or recorded_facts(info).get("host")
+        host = host or info.get("node")
         if line.matrix is not None:
             matrices.add(line.matrix)
         if line.matrix_cells is not None and line.matrix_cells not in fingerprints:
@@ -279,29 +222,6 @@ def _read_cells_log(path: Path, program: str) -> Shard:
     return Shard(path, "cells-log", schema, vllm, None, matrices.pop() if matrices else None,
                  host, list(by_cell.values()), None,
                  joint, run_rounds)
-
-
-def joint_selection(digests: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The ``matrix_cells`` of documents (or cells-log lines) merged into one run, or None
-    where they are of different matrices.
-
-    Of one selection: that selection (and the matrix's digest, where every one records the
-    same; a document older than that digest says nothing of it). Of one matrix's cells but
-    different selections (runs narrowed by -k or axis options, a cell re-run into a cells
-    log): the matrix's digest alone, so that ``coldstart check`` expects every cell of the
-    matrix rather than the cells any one of them selected."""
-    if not digests:
-        return None
-    selections = {(d.get("count"), d.get("sha256")) for d in digests}
-    wholes = [d.get("matrix") for d in digests]
-    said = [w for w in wholes if w is not None]
-    if any(w != said[0] for w in said):
-        return None
-    if len(selections) == 1:
-        (count, sha), = selections
-        return {"count": count, "sha256": sha} | (
-            {"matrix": said[0]} if said and len(said) == len(wholes) else {})
-    return {"matrix": said[0]} if said and len(said) == len(wholes) else None
 
 
 def read_shard(path: Path, program: str = "analysis.merge") -> Shard:

@@ -30,7 +30,7 @@ from typing import Any
 
 from analysis.features.model_features import ModelFeatures, feature_parts
 from analysis.predictor_file import LoadBandwidth, PredictorGroup
-from coldstart.errors import InputError
+from document.errors import InputError
 
 __all__ = ["LOAD_BANDWIDTH_FEATURE", "boot_load_bandwidth", "predicted_storage",
            "row_load_bandwidth", "training_bandwidth", "uses_load_bandwidth",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.schema import PHASE_NAMES, BootResult
+from document.boot_result import PHASE_NAMES, BootResult
 
 READY = "ready_s"
 # A phase shorter than this in the baseline gets no relative budget. In the committed
@@ -61,9 +61,9 @@ def cell_budgets(matrix_budgets: dict[str, float], model_budgets: dict[str, floa
 def read_baseline(path: Path) -> dict[str, Any]:
     """A saved run's measured cells by cell id (the median round of each), and its name.
     A ValueError (one line) when it cannot be read."""
-    from benchmarks.matrix.plan import cell_from_params
-    from harness.document import read_run
-    from harness.schema import SchemaError
+    from benchmarks.matrix.cells import cell_from_params
+    from document import read_run
+    from document.boot_result import SchemaError
 
     try:
         doc = read_run(path)

@@ -32,11 +32,11 @@ from typing import Any
 
 import pytest
 
-from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, Plan, cell_from_params, split_values
+from benchmarks.matrix.cells import AXES, BUILT_IN, Cell, Plan, cell_from_params, split_values
 from benchmarks.preflight import Preflight, mark_cannot_boot_here, plan_here
 from benchmarks.resume import resumable_entries
 from benchmarks.split import Selection, ShardPlugin
-from harness.document import (
+from document import (
     AXIS_OPTIONS,
     STATS_TIMER,
     CellsLogLine,
@@ -49,8 +49,8 @@ from harness.document import (
     wall_stats,
     write_run,
 )
-from harness.schema import DOCUMENT_KEY, SCHEMA_VERSION, BootResult, matrix_cells
-from harness.secrets import environment_secrets, scrub
+from document.boot_result import DOCUMENT_KEY, SCHEMA_VERSION, BootResult, matrix_cells
+from document.secrets import environment_secrets, scrub
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -88,7 +88,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _selected_cells(config: pytest.Config) -> list[Cell]:
-    from benchmarks.matrix.schema import MatrixFileError
+    from benchmarks.matrix.file_schema import MatrixFileError
 
     try:
         narrow = {axis: split_values(config.getoption(f"coldstart_{axis}"), AXIS_OPTIONS[axis])
@@ -365,7 +365,7 @@ def _time_by_rounds(item: pytest.Item) -> None:
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     from benchmarks.provenance import machine_facts
 
-    machine_info[DOCUMENT_KEY] = machine_facts()
+    machine_info[DOCUMENT_KEY] = machine_facts().as_json()
 
 
 def _complete(config: pytest.Config, doc: dict) -> dict:
@@ -382,7 +382,7 @@ def _complete(config: pytest.Config, doc: dict) -> dict:
                for e in run.benchmarks if set(AXES) <= set(e.params or {})}
     for cid, entry in resumed.items():
         if cid not in present:
-            run.benchmarks.append(Entry.model_validate(entry))
+            run.add_cell(Entry.model_validate(entry))
             present.add(cid)
     # The checks a cell failed travel with it: benchmarks.check reads them here too (with
     # --benchmark-disable every measured cell is here).
@@ -438,6 +438,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
     # The commit, as pytest-benchmark's own document has it: a shard whose every cell failed
     # is still refused by analysis.merge beside shards of another commit.
-    doc = RunDocument.new(machine_info={DOCUMENT_KEY: machine_facts()},
+    doc = RunDocument.new(machine_info={DOCUMENT_KEY: machine_facts().as_json()},
                           commit_info=_commit_info(config)).as_json()
     write_run(_complete(config, doc), path)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from benchmarks.matrix.plan import Cell, Plan, load_plan, select
+from benchmarks.matrix.cells import Cell, Plan, load_plan, select
 
 PARALLEL_ARGS = ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size")
 GPU_PLATFORMS = ("cuda", "rocm", "xpu")
@@ -146,7 +146,7 @@ class Preflight:
 
     def _env(self, cell: Cell) -> dict[str, str]:
         """The variables the boot is given, as harness.spec layers them."""
-        from benchmarks.matrix.schema import ENV_NAME
+        from benchmarks.matrix.file_schema import ENV_NAME
 
         settings = self.plan.settings
         model = self.plan.models.get(cell.model)
@@ -171,7 +171,7 @@ class Preflight:
 
     def _hub_problem(self, repo: str, revision: str | None, token: str | None,
                      env: Mapping[str, str]) -> str | None:
-        from coldstart.errors import FeatureError
+        from document.errors import FeatureError
 
         if _cached_weights(repo, revision):
             return None  # vLLM boots it from the cache, hub or not

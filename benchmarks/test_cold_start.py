@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.matrix.plan import Cell
+from benchmarks.matrix.cells import Cell
+from document import CellInfo, headline_round
+from document.boot_result import NOT_APPLICABLE_PREFIX, BootResult
+from document.evidence import WeightsFacts
 from harness import pagecache
 from harness.boot import discard_work_dir, prepare_boot
 from harness.compile_cache import keep_as_warm_cache
 from harness.correctness import judge_answer, judge_compile_cache
-from harness.document import CellInfo, headline_round
-from harness.evidence import WeightsFacts
 from harness.launch import launch_boot
 from harness.registry import LOADER_CLASSES, expected_compile_cache
-from harness.schema import NOT_APPLICABLE_PREFIX, BootResult
 from harness.spec import BootError, BootSpec, installed_vllm_version
 
 MAX_RESIDUAL_SHARE = 0.05
@@ -39,7 +39,7 @@ class _RoundNotBooted(Exception):
 
 
 def _model_of(cell: Cell, coldstart):
-    from benchmarks.matrix.schema import Model
+    from benchmarks.matrix.file_schema import Model
 
     plan = coldstart.plan
     found = plan.models.get(cell.model) if plan is not None else None
@@ -50,7 +50,7 @@ def _spec(cell: Cell, coldstart) -> BootSpec:
     """The boot of a cell: its model (a fixture, a folder or a hub id) with the matrix file's
     engine arguments and variables, the model entry's over the file's, the cell's axes over
     both; each value's source is recorded with the result (BootSpec.settings_used)."""
-    from benchmarks.matrix.schema import ENV_NAME
+    from benchmarks.matrix.file_schema import ENV_NAME
     from fixtures.build import ensure_model
     from fixtures.catalog import CATALOG
 

@@ -5,13 +5,14 @@ Each verb is a module of ``coldstart.commands`` (``coldstart.commands.gate_summa
 ``gate-summary``): a thin layer over the library that exposes ``add_arguments(parser)`` (its
 options) and ``run(args)`` (its body: parse, call the library, print, exit code). The library
 (harness, analysis, benchmarks, ...) holds no argparse and never imports this package but
-``coldstart.errors`` and ``coldstart.console``, the bottom layer. Only the chosen verb's
+``document.errors`` and ``analysis.console``, the bottom layer. Only the chosen verb's
 module is imported, so ``coldstart --help`` reads no other and the analysis verbs work where
 vLLM is not installed.
 
-Two other forms are kept because the README and the paper's users run them:
-``pytest benchmarks/`` (``coldstart bench``) and ``python -m analysis.fit`` (``coldstart
-fit``): ``KEPT_FORMS``.
+Other forms are kept because the README and the paper's users run them: ``pytest
+benchmarks/`` (``coldstart bench``) and ``python -m analysis.fit`` (``coldstart fit``); and
+the two scripts the Kubernetes manifests run by path, ``python deploy/plan.py`` and ``python
+deploy/shard.py`` (``coldstart cluster-plan``, ``cluster-shard``): ``KEPT_FORMS``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,11 @@ VERBS: dict[str, tuple[str, str]] = {
     "release-pick": ("coldstart.commands.release_pick", "the releases a scheduled gate runs: PyPI's newest and the last gated"),
     "gate": ("coldstart.commands.gate", "gate a new vLLM release: the same cells on both, interleaved"),
     "gate-summary": ("coldstart.commands.gate_summary", "a gate's verdict as markdown for a CI job's summary; exits as the verdict"),
+    "cluster-plan": ("coldstart.commands.cluster_plan", "the Kubernetes Job's values a matrix decides (GPUs, deadline, storage)"),
+    "cluster-shard": ("coldstart.commands.cluster_shard", "one shard of a matrix as a pod runs it; a failed cell is a result"),
+    "envs": ("coldstart.commands.envs", "make (or reuse) one environment per vLLM release, ahead of a gate"),
     "history": ("coldstart.commands.history", "start-up time per phase over several vLLM releases"),
+    "replay": ("coldstart.commands.replay", "the gate's error rates, its rule replayed on resampled real rounds"),
     "study": ("coldstart.commands.study", "the study's published data as runs the analysis reads"),
     "calibrate": ("coldstart.commands.calibrate", "scale a predictor to this machine by boots of two models it was fitted on"),
     "predictors": ("coldstart.commands.predictors", "re-make (or --check) the shipped predictor files"),
@@ -49,18 +54,22 @@ VERBS: dict[str, tuple[str, str]] = {
 # README's table (``verbs_markdown``) shows. Every verb is in one group (a test checks it).
 VERB_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("set up", ("fixtures", "schema")),
-    ("measure", ("bench", "boot", "overhead", "check", "compact", "merge")),
+    ("measure", ("bench", "boot", "overhead", "check", "compact", "merge", "cluster-plan",
+                 "cluster-shard")),
     ("look", ("report", "table", "trace")),
     ("explain and predict", ("fit", "predict", "features", "calibrate", "predictors",
                              "ingest", "study")),
     ("compare and gate releases", ("compare", "gate", "gate-summary", "release-pick",
-                                   "history")),
+                                   "envs", "history", "replay")),
 )
 
 
 # The forms besides ``coldstart VERB`` that stay (the README's and the paper's): each runs
 # the verb's own add_arguments and run.
-KEPT_FORMS: dict[str, str] = {"bench": "pytest benchmarks/", "fit": "python -m analysis.fit"}
+KEPT_FORMS: dict[str, str] = {"bench": "pytest benchmarks/", "fit": "python -m analysis.fit",
+                              # what the Kubernetes manifests and the matrix workflow run
+                              "cluster-plan": "python deploy/plan.py",
+                              "cluster-shard": "python deploy/shard.py"}
 
 
 def verbs_markdown() -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from coldstart import VERB_GROUPS, VERBS, verb_module
 from coldstart.cli import ArgumentParser, parse_and_run, report_error, run_cli
-from coldstart.errors import InputError
+from document.errors import InputError
 
 PROG = "coldstart"
 

@@ -17,7 +17,7 @@ import sys
 
 def gpus(matrix: str) -> int:
     """The most GPUs one cell of ``matrix`` (a built-in name or a file) boots on."""
-    from benchmarks.matrix.plan import load_plan
+    from benchmarks.matrix.cells import load_plan
     from benchmarks.preflight import cell_gpus
 
     plan = load_plan(matrix)

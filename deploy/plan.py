@@ -21,7 +21,6 @@ A matrix that cannot be read, or a model whose size cannot be known, is one line
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -46,7 +45,7 @@ def model_bytes(model) -> int:
             raise ValueError(f"model folder {folder} is not on this machine: give --model-bytes")
         return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     from analysis.features.hub_model import HubClient
-    from coldstart.errors import FeatureError
+    from document.errors import FeatureError
 
     try:
         client = HubClient()
@@ -63,7 +62,7 @@ def model_bytes(model) -> int:
 def plan_lines(matrix: str, splits: int, rounds: int | None,
                weights: int | None = None) -> tuple[list[str], list[str]]:
     """(the params.env lines, the notes for stderr) of ``matrix`` run in ``splits`` shards."""
-    from benchmarks.matrix.plan import load_plan
+    from benchmarks.matrix.cells import load_plan
     from benchmarks.preflight import cell_gpus
 
     plan = load_plan(matrix)
@@ -92,27 +91,8 @@ def plan_lines(matrix: str, splits: int, rounds: int | None,
     return lines, notes
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="deploy/plan.py", description=__doc__.split("\n")[0])
-    ap.add_argument("matrix", help="a built-in matrix or a matrix file")
-    ap.add_argument("--splits", type=int, default=3, help="shards (the Job's completions)")
-    ap.add_argument("--rounds", type=int, help="ROUNDS (default: the matrix's, else 1)")
-    ap.add_argument("--model-bytes", type=int, help="the weights' bytes of all its models")
-    args = ap.parse_args(argv)
-    if args.splits < 1 or (args.rounds is not None and args.rounds < 1):
-        print("plan: --splits and --rounds are whole numbers of 1 or more", file=sys.stderr)
-        return 2
-    try:
-        lines, notes = plan_lines(args.matrix, args.splits, args.rounds, args.model_bytes)
-    except (ValueError, OSError) as exc:  # MatrixFileError is a ValueError
-        print(f"plan: {exc}", file=sys.stderr)
-        return 2
-    for note in notes:
-        print(note, file=sys.stderr)
-    print("\n".join(lines))
-    return 0
-
-
-if __name__ == "__main__":
+if __name__ == "__main__":  # the form the Kubernetes docs and manifests name: coldstart cluster-plan
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    sys.exit(main())
+    from coldstart.cli import run_script
+
+    sys.exit(run_script("deploy/plan.py", "cluster-plan"))

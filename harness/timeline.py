@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.schema import NOT_APPLICABLE_PREFIX, PHASE_NAMES
+from document.boot_result import NOT_APPLICABLE_PREFIX, PHASE_NAMES
 
 Interval = tuple[int, int]  # monotonic ns, start <= end
 

@@ -14,7 +14,7 @@ compare, check, predict, schema). Each command's standard output, standard error
 status are kept beside its files: a verdict or a message that changes shows too.
 
 The outputs are made reproducible, not edited: ``SOURCE_DATE_EPOCH`` pins the stamps that say
-when a page or a predictor was written (``harness.dates``), ``TZ=UTC`` the zone they print,
+when a page or a predictor was written (``document.dates``), ``TZ=UTC`` the zone they print,
 matplotlib's ``svg.hashsalt`` the ids in the inlined SVG figures, ``PYTHONHASHSEED`` set
 orders. Two things are rewritten afterwards: this run's output folder, wherever a file names
 it (as ``OUT``), and what the merged run takes from the clock directly (analysis.merge: its
@@ -89,7 +89,7 @@ COMMANDS: dict[str, list[str]] = {
 }
 # The recipes of the shipped predictors, built into the output folder (not the package's).
 PREDICTORS = ("import sys; from pathlib import Path; "
-              "from analysis.predictors.build import build_all; "
+              "from analysis.predictors.remake import build_all; "
               "build_all(Path(sys.argv[1]))")
 CLOCK_FIELDS = ("datetime", "written_at")
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}")

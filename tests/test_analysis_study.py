@@ -17,8 +17,8 @@ from analysis.study import (
     study_model_name,
 )
 from coldstart.__main__ import main as coldstart
-from harness.document import read_results
-from harness.schema import PHASE_NAMES, SchemaError
+from document import read_results
+from document.boot_result import PHASE_NAMES, SchemaError
 from tests.conftest import REPO_ROOT, STUDY_DIR
 
 
@@ -87,7 +87,7 @@ def test_hybrid_models_are_known_from_the_logs_architecture_line(study) -> None:
 
 
 def test_document_round_trips_through_read_results(study, tmp_path: Path) -> None:
-    from harness.document import write_run
+    from document import write_run
 
     p = tmp_path / "study.json"
     write_run(study_document(study), p)
@@ -118,7 +118,7 @@ def test_each_figure_names_the_node_it_ran_on(study, figure_rest: Path, tmp_path
     """figures/README.md: n1 (H100 NVL) for all but figure 10's second GPU (n2, L40S) and
     figure 11's second CPU (n3); the result document says so, and a compare refuses the pair."""
     from analysis.compare import compare_runs
-    from harness.document import write_run
+    from document import write_run
 
     figures = figure_rest.parent
     assert study.machine["gpu"] == "H100 NVL" and study.machine["node"] == "n1"

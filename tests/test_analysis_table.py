@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from coldstart.__main__ import main as coldstart
-from harness.document import new_document, read_results, write_run
+from document import new_document, read_results, write_run
 
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.matrix.plan import select
-from harness.document import read_results
+from benchmarks.matrix.cells import select
+from document import read_results
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "off", "--page-caches", "warm",
@@ -85,7 +85,7 @@ def test_a_value_named_twice_is_one_cell():
 
 
 def test_the_smoke_matrix_holds_every_value_of_every_axis():
-    from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES
+    from document.boot_result import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES
 
     cells = select("smoke")
     assert {c.model for c in cells} == {"smollm2-135m"}

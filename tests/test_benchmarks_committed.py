@@ -16,8 +16,8 @@ import pytest
 
 from analysis.changes import compare_results
 from analysis.metrics import TOTAL
-from harness.document import STATS_TIMER, measured_walls, restate_stats, run_document
-from harness.schema import BootResult
+from document import STATS_TIMER, measured_walls, restate_stats, run_document
+from document.boot_result import BootResult
 
 DATA = Path(__file__).resolve().parent / "data"
 DOCS_DATA = Path(__file__).resolve().parents[1] / "docs" / "data"

@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from benchmarks.test_cold_start import MAX_RESIDUAL_SHARE
+from document.boot_result import NOT_APPLICABLE_PREFIX, PHASE_NAMES
 from harness.boot import run_boot
 from harness.correctness import ANSWER_MAX_GAP_NATS, judge_answer, judge_compile_cache
 from harness.logs.reader import read_log
 from harness.pagecache import EVICTED_MAX_RESIDENCY, WARM_MIN_RESIDENCY
 from harness.processes import group_members, marked_processes
 from harness.registry import LOG_PROBE_PAIRS, expected_compile_cache
-from harness.schema import NOT_APPLICABLE_PREFIX, PHASE_NAMES
 from harness.spec import BootError, BootSpec
 from harness.timeline import warm_up_before_compile_s
 

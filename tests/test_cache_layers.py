@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from document.evidence import CacheLayers, LayerObservation
 from harness.cache_layers import observe_lines, summarise
-from harness.evidence import CacheLayers, LayerObservation
 from harness.logs.reader import read_log
 
 DATA = Path(__file__).parent / "data"
@@ -116,8 +116,8 @@ def _cpu_boot(compile_cache: str, aot: str):
 
 
 def _observe(boot):
+    from document.evidence import Relocation
     from harness.cache_layers import observe_events, relocated
-    from harness.evidence import Relocation
 
     before = boot["aot_cache_keys_before"] or []
     saved = [m.group(1) for e in boot["events"] for m in [__import__("re").search(
@@ -176,9 +176,9 @@ def test_cpu_relocated_aot_boot_found_its_key_but_could_not_load_it():
 
 
 def test_cpu_relocated_boot_without_aot_reused_inductor_and_aotautograd():
+    from document.boot_result import BootResult
     from harness.correctness import judge_compile_cache
     from harness.registry import expected_compile_cache
-    from harness.schema import BootResult
 
     boot = _cpu_boot("relocated", "0")
     layers = _observe(boot)

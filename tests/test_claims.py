@@ -34,7 +34,7 @@ def test_the_readmes_summary_line_is_what_the_kept_smoke_run_gives() -> None:
     """README shows the line `pytest benchmarks/` ends with for the cold cell of the kept Intel
     smoke run: the summary of that real run must say what README says it does."""
     from benchmarks.summary import cell_line
-    from harness.document import read_run
+    from document import read_run
 
     kept = read_run(KEPT_SMOKE)
     (cold,) = [c for c in kept.cells() if c.axes["compile_cache"] == "cold"]
@@ -47,7 +47,7 @@ def test_the_readmes_smoke_duration_holds_the_kept_runs_boots() -> None:
     """README: the smoke matrix took "M min S s from a clean clone" on the machine of the kept
     run. Its boots alone (their wall seconds, as the run recorded them) fit in that time, and
     the cold boot's seconds README quotes are that run's."""
-    from benchmarks.matrix.plan import select
+    from benchmarks.matrix.cells import select
 
     said = re.search(r"The smoke matrix is six boots .*?: (\d+) min (\d+) s from a clean clone",
                      _readme_words())

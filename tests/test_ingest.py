@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import document
 from coldstart.__main__ import main as coldstart
-from harness import document
 from harness.logs.reader import not_a_log, read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG, REPO_ROOT
 

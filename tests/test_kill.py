@@ -207,7 +207,7 @@ def test_a_sigkilled_worker_is_named_by_the_engine_core_that_reaps_it(tmp_path: 
 
 
 def test_an_error_names_a_death_by_exit_code_only_where_the_log_says_nothing_better() -> None:
-    from harness.schema import ProcessDeath
+    from document.boot_result import ProcessDeath
 
     died = [ProcessDeath(role="EngineCore", pid=7, exit_code=1, phase="torch_compile"),
             ProcessDeath(role="front end", pid=5, signal=15, signal_name="SIGTERM")]

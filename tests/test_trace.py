@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from coldstart.__main__ import main as coldstart
-from harness.document import benchmark_entry, new_document
+from document import benchmark_entry, new_document
+from document.boot_result import PHASE_NAMES, BootResult
 from harness.logs.reader import read_log
-from harness.schema import PHASE_NAMES, BootResult
 from harness.trace import PHASES_PID, UNKNOWN_PID, chrome_trace
 
 DATA = Path(__file__).parent / "data"

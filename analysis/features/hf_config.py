@@ -13,8 +13,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from coldstart.errors import FeatureError
-from harness.schema import read_json
+from document.boot_result import read_json
+from document.errors import FeatureError
 
 __all__ = ["HYBRID_ARCHITECTURE_MARKERS", "LAYER_KEYS", "TORCH_DTYPE_BYTES", "architecture_of",
            "dtype_bytes", "formula_params", "is_hybrid_architecture", "kv_bytes_per_token",

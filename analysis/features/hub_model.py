@@ -29,8 +29,8 @@ from analysis.features.model_folder import (
 from analysis.features.model_folder import (
     boot_features as folder_boot_features,
 )
-from coldstart.errors import FeatureError
-from harness.schema import HUB_ID
+from document.boot_result import HUB_ID
+from document.errors import FeatureError
 
 __all__ = ["HubClient", "boot_features", "from_hub", "is_hub_id"]
 

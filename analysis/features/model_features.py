@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from coldstart.errors import FeatureError
+from document.errors import FeatureError
 
 __all__ = ["FEATURE_UNITS", "GIB", "TRAIT_KINDS", "Count", "ModelFeatures", "feature_parts",
            "feature_unit", "feature_value", "trait_kind"]

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from coldstart.errors import FeatureError
+from document.errors import FeatureError
 
 __all__ = ["ESTIMATED_COMPILED_KIB_PER_LAYER", "SAFETENSORS_DTYPE_BYTES",
            "compiled_graph_bytes_from_cache", "estimated_compiled_graph_bytes",

@@ -27,7 +27,7 @@ from analysis.features.model_files import (
     read_safetensors_header,
     tokenizer_bytes_in,
 )
-from coldstart.errors import FeatureError
+from document.errors import FeatureError
 
 __all__ = ["OTHER_WEIGHT_PATTERNS", "boot_features", "build_features", "default_capture_sizes",
            "features_of_parts", "from_hf_config", "from_model_dir"]

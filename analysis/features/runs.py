@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from analysis.features.model_folder import boot_features
-from harness.document import read_results
+from document import read_results
 
 __all__ = ["features_of_runs"]
 

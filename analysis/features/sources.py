@@ -17,8 +17,8 @@ from analysis.features.model_files import (
 )
 from analysis.features.model_folder import default_capture_sizes, from_hf_config, from_model_dir
 from analysis.features.study_models import study_entry_features
-from coldstart.errors import FeatureError
-from harness.schema import read_json, validation_summary
+from document.boot_result import read_json, validation_summary
+from document.errors import FeatureError
 
 if TYPE_CHECKING:  # for the annotation only: analysis.predictor_file imports this package
     from analysis.predictor_file import PredictorGroup

@@ -11,7 +11,7 @@ from typing import Any
 from analysis.features.hf_config import dtype_bytes, is_hybrid_architecture, read_model_config
 from analysis.features.model_features import ModelFeatures
 from analysis.features.model_folder import build_features
-from coldstart.errors import FeatureError
+from document.errors import FeatureError
 
 __all__ = ["read_study_models_config", "study_entry_features"]
 

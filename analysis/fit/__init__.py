@@ -4,13 +4,6 @@ writes a predictor file.
 
 The group fit (``groups``: per configuration and phase, the feature chosen by ``selection``, its
 line and its correlation), the data's targets (``targets``), held-out checks (``validate``,
-``lomo``), the predictor document (``predictor_document``), the summary of what the fit needs
-(``summary``) and its markdown report (``markdown``).
+``lomo``), the predictor document (``predictor_document``), what the fit answers for a run it
+cannot fit (``unfittable``) and its markdown report (``markdown``).
 """
-
-from analysis.fit.groups import MIN_TRAINING_MODELS
-from analysis.fit.selection import CANDIDATE_FEATURES
-from analysis.fit.summary import needed_run, needed_run_line, summarize
-
-__all__ = ["CANDIDATE_FEATURES", "MIN_TRAINING_MODELS", "needed_run", "needed_run_line",
-           "summarize"]

@@ -26,8 +26,8 @@ from analysis.fit.selection import SPLIT_PHASES, select_feature, split_targets
 from analysis.fit.targets import RESIDUAL, fit_target, pearson, target_points, target_value
 from analysis.fit.validate import cross_validate, evaluate_holdout, study_method_baseline
 from analysis.regression import MIN_POINTS_LINEAR, FitError, PhaseModel
-from coldstart.errors import InputError
-from harness.schema import PHASE_NAMES, BootResult
+from document.boot_result import PHASE_NAMES, BootResult
+from document.errors import InputError
 
 __all__ = ["MIN_TRAINING_MODELS", "POOR_R2", "REPORTED_SUBPHASES", "GroupFit",
            "ShortConfiguration", "fit_dataset", "fit_group", "resolve_holdout",

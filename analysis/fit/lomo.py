@@ -25,7 +25,7 @@ from analysis.fit.targets import error_metrics, measured_total, target_value
 from analysis.fit.validate import evaluate_holdout
 from analysis.regression import FitError
 from analysis.storage import with_load_bandwidth
-from harness.schema import PHASE_NAMES
+from document.boot_result import PHASE_NAMES
 
 __all__ = ["lomo_candidates", "lomo_line", "nested_lomo"]
 

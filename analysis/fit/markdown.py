@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from analysis.console import console_width
 from analysis.dataset import Dataset
 from analysis.features.model_features import feature_value
 from analysis.fit.groups import GroupFit
 from analysis.fit.targets import RESIDUAL, target_value
 from analysis.study import STUDY_REPORTED
-from coldstart.console import console_width
 
 __all__ = ["print_terminal", "write_markdown"]
 

@@ -9,8 +9,8 @@ from typing import Any
 from analysis.fit.groups import GroupFit
 from analysis.predictor_file import PredictorFile, PredictorGroup
 from analysis.storage import training_bandwidth
-from harness.dates import written_at
-from harness.schema import SCHEMA_VERSION
+from document.boot_result import SCHEMA_VERSION
+from document.dates import written_at
 
 __all__ = ["PREDICTOR_SCHEMA_VERSION", "predictor_document", "summary_json"]
 

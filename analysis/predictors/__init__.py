@@ -6,7 +6,7 @@
 
 Each ``NAME.json`` here is a predictor file of ``analysis.fit`` plus a ``provenance`` entry:
 the data it was fitted on and whose it is, the machine, the vLLM release, the date and the
-command (``analysis.predictors.build`` holds the recipes and writes the files). A predictor
+command (``analysis.predictors.remake`` holds the recipes and writes the files). A predictor
 describes the machine its seconds were measured on and nothing else. Only the standard
 library is imported here, so ``analysis.predict`` stays as light as it was.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.predictor_file import PredictorFile, load_predictor
-from coldstart.errors import InputError
+from document.errors import InputError
 
 __all__ = ["ALIASES", "PACKAGE_DIR", "DEFAULT_GPU", "shipped_names", "shipped_file",
            "resolve_fit", "describe_predictor", "describe_calibration", "list_lines"]

@@ -25,9 +25,3 @@ A run as its cells (``cells``), the figures (``plots``), what both pages share a
 (``comparison_page``). The fit's markdown report (``coldstart fit --out-dir``) lives in
 ``analysis.fit.markdown``; the command line in ``coldstart.commands.report``.
 """
-
-from analysis.report.comparison_page import render_comparison
-from analysis.report.page import CSP
-from analysis.report.run_page import render_run
-
-__all__ = ["CSP", "render_comparison", "render_run"]

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from coldstart.cli import check_output
-from coldstart.errors import InputError
-from harness.boot import run_boot
-from harness.schema import (
+from document.boot_result import (
     COMPILE_CACHE_MODES,
     ENTRYPOINTS,
     LOADERS,
@@ -27,6 +25,8 @@ from harness.schema import (
     PHASES,
     BootResult,
 )
+from document.errors import InputError
+from harness.boot import run_boot
 from harness.spec import BootError, BootSpec, resolve_model
 
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from analysis.verdict import EXIT_INCONCLUSIVE
 from benchmarks.check import as_selected, check_run
-from benchmarks.matrix.plan import AXES, select, split_values
+from benchmarks.matrix.cells import AXES, select, split_values
 from coldstart.cli import progress_name
-from coldstart.errors import InputError
-from harness.document import AXIS_OPTIONS, read_run
+from document import AXIS_OPTIONS, read_run
+from document.errors import InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from analysis.features.runs import features_of_runs
 from coldstart.cli import check_output, progress_name
-from coldstart.errors import FeatureError
+from document.errors import FeatureError
 
 # what its lines are named by when run is called without the front door
 PROG = "coldstart features"
@@ -35,7 +35,7 @@ def hub_revisions(matrix: str | None) -> dict[str, str | None]:
     """{model label: revision} of the matrix's hub models."""
     if matrix is None:
         return {}
-    from benchmarks.matrix.plan import load_plan
+    from benchmarks.matrix.cells import load_plan
 
     try:
         plan = load_plan(matrix)

@@ -12,7 +12,7 @@ import logging
 import sys
 import time
 
-from coldstart.errors import InputError, UsageError
+from document.errors import InputError, UsageError
 from fixtures.build import ensure_model, ensure_tokenizer
 from fixtures.catalog import (
     CATALOG,

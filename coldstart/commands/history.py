@@ -19,10 +19,10 @@ from pathlib import Path
 from packaging.version import Version
 
 from benchmarks._envs import default_package, ensure_env, parse_release
-from benchmarks._rounds import PytestSlot, SlotRunner, missing_probes, say, stop_on_sigterm
 from benchmarks.history import HistoryError, HistoryPlan, run_history, write_history
-from benchmarks.matrix.plan import AXES, BUILT_IN, Cell, select, split_values
-from harness.document import AXIS_OPTIONS
+from benchmarks.interleave import PytestSlot, SlotRunner, missing_probes, say, stop_on_sigterm
+from benchmarks.matrix.cells import AXES, BUILT_IN, Cell, select, split_values
+from document import AXIS_OPTIONS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

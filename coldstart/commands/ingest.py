@@ -11,8 +11,8 @@ from pathlib import Path
 
 from analysis.ingest import ingest, ingest_spans
 from coldstart.cli import check_output
-from coldstart.errors import InputError, unreadable
-from harness.document import run_document, write_run
+from document import run_document, write_run
+from document.errors import InputError, unreadable
 from harness.logs.reader import not_a_log
 
 

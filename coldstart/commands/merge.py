@@ -10,8 +10,8 @@ from pathlib import Path
 
 from analysis.merge import merge, missing_cells
 from coldstart.cli import check_output, progress_name
-from coldstart.errors import InputError, UsageError
-from harness.document import AXIS_OPTIONS, write_run
+from document import AXIS_OPTIONS, write_run
+from document.errors import InputError, UsageError
 
 # what its lines are named by when run is called without the front door
 PROG = "coldstart merge"
@@ -46,7 +46,7 @@ def _expected(args: argparse.Namespace) -> list[str] | None:
         if narrowed:
             raise UsageError(f"--{narrowed[0]} narrows --matrix: give --matrix too")
         return None
-    from benchmarks.matrix.plan import select, split_values
+    from benchmarks.matrix.cells import select, split_values
 
     try:
         return [c.id for c in select(args.matrix, **{

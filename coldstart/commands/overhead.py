@@ -24,7 +24,7 @@ from benchmarks.overhead import (
     median_within_target,
 )
 from coldstart.cli import check_output
-from coldstart.errors import InputError
+from document.errors import InputError
 from harness.spec import BootError, resolve_model
 
 

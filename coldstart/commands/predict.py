@@ -7,6 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
+from analysis.console import console_width
 from analysis.dataset import CONFIG_FIELDS, config_label
 from analysis.features.model_features import feature_parts
 from analysis.features.sources import like_training, load_features
@@ -29,8 +30,7 @@ from analysis.predictors import (
 )
 from analysis.storage import predicted_storage
 from coldstart.cli import check_output
-from coldstart.console import console_width
-from coldstart.errors import InputError, UsageError
+from document.errors import InputError, UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

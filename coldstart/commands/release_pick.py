@@ -17,7 +17,7 @@ from pathlib import Path
 
 from benchmarks.release_pick import fetch_index, pick, pypi_releases, read_last_gated
 from coldstart.cli import progress_name
-from coldstart.errors import InputError
+from document.errors import InputError
 
 PROG = "coldstart release-pick"
 
@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.index_json is not None:
-        from harness.schema import read_json
+        from document.boot_result import read_json
 
         doc = read_json(args.index_json, error=InputError)
     else:

@@ -11,7 +11,7 @@ import sys
 from analysis.report.comparison_page import render_comparison
 from analysis.report.run_page import render_run
 from coldstart.cli import check_output, progress_name
-from coldstart.errors import InputError, unreadable
+from document.errors import InputError, unreadable
 
 # what its lines are named by when run is called without the front door
 PROG = "coldstart report"

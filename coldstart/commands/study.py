@@ -9,7 +9,7 @@ from pathlib import Path
 
 from analysis.study import read_study, study_document
 from coldstart.cli import check_output
-from harness.document import write_run
+from document import write_run
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

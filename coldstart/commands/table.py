@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 
 from analysis.table import rows
-from harness.document import read_results
-from harness.schema import SchemaError
+from document import read_results
+from document.boot_result import SchemaError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 from coldstart.cli import check_output
-from harness.schema import SchemaError
-from harness.secrets import environment_secrets
+from document.boot_result import SchemaError
+from document.secrets import environment_secrets
 from harness.trace import chrome_trace, find_boot
 
 

@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from harness.logs.lines import LogLine, parse_line, place_in_time
-from harness.registry.patterns import (
+from harness.registry import (
     BOOT_START_REGEX,
     COMMAND_LINE_REGEX,
     LOG_PATTERNS,

@@ -11,7 +11,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from harness.logs.normalise import gib
-from harness.registry.patterns import PLATFORM_OF_LOCAL_VERSION, PLATFORM_OF_PLUGIN, VERSION_CLUES
+from harness.registry import PLATFORM_OF_LOCAL_VERSION, PLATFORM_OF_PLUGIN, VERSION_CLUES
 
 __all__ = ["fact_value", "compile_disabled", "compile_cache_state", "engine_config",
            "capture_not_applicable", "resolve_platform", "version_range", "parallel_ranks",

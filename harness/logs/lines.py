@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from harness.registry.patterns import LOG_LEVELS, LOG_PATTERNS, RELOGGED_HEADER_REGEX
+from harness.registry import LOG_PATTERNS
+from harness.registry.patterns import LOG_LEVELS, RELOGGED_HEADER_REGEX
 from harness.registry.version_range import is_version
 
 __all__ = ["LogLine", "parse_line", "parse_timestamp", "place_in_time", "detect_version",

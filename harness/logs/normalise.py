@@ -15,12 +15,8 @@ from __future__ import annotations
 
 import re
 
-from harness.registry.patterns import (
-    COMMAND_LINE_REGEX,
-    LOG_LEVEL_REGEX,
-    LOG_PATTERNS,
-    RELOGGED_AFTER_INSTANT,
-)
+from harness.registry import COMMAND_LINE_REGEX, LOG_PATTERNS
+from harness.registry.patterns import LOG_LEVEL_REGEX, RELOGGED_AFTER_INSTANT
 
 __all__ = ["normalise", "seconds", "gib"]
 

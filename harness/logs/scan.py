@@ -30,7 +30,7 @@ from harness.logs.facts import (
 )
 from harness.logs.lines import LogLine, detect_version, has_process_tag, parse_line, place_in_time
 from harness.logs.normalise import seconds as to_seconds
-from harness.registry.patterns import (
+from harness.registry import (
     LOG_PATTERNS,
     PLATFORM_ABSENT,
     PLATFORM_CLUES,
@@ -42,7 +42,6 @@ from harness.registry.patterns import (
     V0_PROCESSES,
     V0_SOURCES,
     V0_SOURCES_BEFORE_0_11,
-    V0_WORDING_CLUES,
     V1_ONLY_KEYS,
     V1_PROCESSES,
     V1_SOURCES,
@@ -50,9 +49,11 @@ from harness.registry.patterns import (
     VERSION_CLUE_LINES,
     VERSION_CLUE_SOURCES,
     LogPattern,
+    in_range,
     log_patterns_for,
 )
-from harness.registry.version_range import in_range, overlaps
+from harness.registry.patterns import V0_WORDING_CLUES
+from harness.registry.version_range import overlaps
 
 __all__ = ["LogScan", "scan_lines", "is_log_line"]
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.evidence import Evidence
-from harness.schema import PHASE_NAMES, BootResult
-from harness.spans.phases import spans_to_phases
-from harness.spans.records import SpanRecord, read_span_file
+from document.boot_result import PHASE_NAMES, BootResult
+from document.evidence import Evidence
+from document.span_phases import spans_to_phases
+from document.span_records import SpanRecord, read_span_file
 
 __all__ = ["REQUEST_SPANS", "span_boots"]
 

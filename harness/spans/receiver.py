@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from harness.spans.records import SpanRecord, spans_of_otlp_json, spans_of_request
+from document.span_records import SpanRecord, spans_of_otlp_json, spans_of_request
 
 __all__ = ["PROTOCOLS", "Receiver", "otlp_receiver"]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.document import CELL_AXES as AXES
-from harness.document import RunCell, RunDocument, read_cells
-from harness.evidence import WeightsFacts
-from harness.schema import BootResult, SchemaError
+from document import CELL_AXES as AXES
+from document import RunCell, RunDocument, read_cells
+from document.boot_result import BootResult, SchemaError
+from document.evidence import WeightsFacts
 
 __all__ = ["AXIS_ORDER", "RESIDUAL", "axis_effects", "axis_names", "load_run", "measured_rounds",
            "phase_median", "storage_floor_s", "varying_axes"]

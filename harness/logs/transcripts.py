@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import schema
-from harness.logs.reader import read_boots
+from document import boot_result
+from harness.logs.reader import log_boots
 
 __all__ = ["agrees", "check_entry", "check_manifest", "fact_agrees", "Outcome", "LogOutcome"]
 
@@ -60,7 +60,7 @@ class LogOutcome:
         return sum(o.reproduced for o in self.durations)
 
 
-def value_of(result: schema.BootResult, target: str) -> float | None:
+def value_of(result: boot_result.BootResult, target: str) -> float | None:
     if target == "printed_total":
         return result.printed_total_s
     if "." in target:
@@ -68,7 +68,7 @@ def value_of(result: schema.BootResult, target: str) -> float | None:
     return result.phases.get(target)
 
 
-def _read_values(boots: list[schema.BootResult]) -> list[float]:
+def _read_values(boots: list[boot_result.BootResult]) -> list[float]:
     values: list[float] = []
     for boot in boots:
         values.extend(v for v in boot.log_durations.values() if v is not None)
@@ -89,7 +89,7 @@ def check_entry(folder: Path, entry: dict[str, Any]) -> LogOutcome:
     """Read one manifest entry's log and compare it with what the entry says it prints."""
     path = folder / entry["file"]
     try:
-        boots = read_boots(path)
+        boots = log_boots(path)
     except Exception as exc:  # noqa: BLE001 - a reader crash is itself the finding
         out = LogOutcome(file=entry["file"], boots_read=0, error=f"{type(exc).__name__}: {exc}")
         out.durations = [Outcome(p[0], p[1], p[2], (p[4] if len(p) > 4 else None), None, False)

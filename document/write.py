@@ -6,15 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.document.models import RunDocument
-from harness.document.read import run_document
-from harness.secrets import environment_secrets, scrub
+from document.read import run_document
+from document.run import RunDocument
+from document.secrets import environment_secrets, scrub
 
 
 def write_run(doc: RunDocument | dict[str, Any], path: str | Path, *, indent: int = 2) -> None:
     """Write a result document, checked against the models first (a writer's mistake fails
     here, not in the reader of the file). The keys written are the ones given; a secret of
-    this process's environment, or one a text shows, is not (``harness.secrets``)."""
+    this process's environment, or one a text shows, is not (``document.secrets``)."""
     typed = doc if isinstance(doc, RunDocument) else run_document(doc, str(path))
     data = scrub(typed.model_dump(mode="json", exclude_unset=True), environment_secrets())
     Path(path).write_text(json.dumps(data, indent=indent, sort_keys=False) + "\n")

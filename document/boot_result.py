@@ -45,9 +45,9 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from coldstart.errors import UserError, unreadable
-from harness.evidence import Evidence
-from harness.secrets import scrub
+from document.errors import UserError, unreadable
+from document.evidence import Evidence
+from document.secrets import scrub
 
 # A hub id as vLLM and huggingface_hub take it: ORG/NAME.
 HUB_ID = re.compile(r"^[\w.-]+/[\w.-]+$")
@@ -213,7 +213,7 @@ class BootResult(BaseModel):
     skip_reason: str | None = None
     log_tail: str | None = None
     versions: dict[str, str] = Field(default_factory=dict)
-    # Loader, storage, process and log evidence (harness.evidence): only the keys written.
+    # Loader, storage, process and log evidence (document.evidence): only the keys written.
     evidence: Evidence = Field(default_factory=Evidence)
     # What vLLM resolved and said it uses (harness.logs.engine_config): max_model_len, dtype,
     # quantization, tensor_parallel_size, capture sizes, KV-cache tokens and GiB, ...
@@ -245,7 +245,7 @@ class BootResult(BaseModel):
         return sum(v for v in self.phases.values() if v is not None)
 
     def redacted(self, secrets: list[str]) -> BootResult:
-        """This result with every secret cut out of its text (``harness.secrets.scrub``:
+        """This result with every secret cut out of its text (``document.secrets.scrub``:
         the values ``secrets``, and what a text shows as a secret-named assignment); itself
         where it holds none."""
         data = self.model_dump(mode="json")

@@ -8,7 +8,7 @@ document, not null: every record here writes back only the keys it was given or 
 container filled in place), in the order of its fields, so documents read and written again
 are unchanged. A key a newer writer adds still reads, and is written back as it was.
 
-Imports pydantic only (harness.schema imports this module, not the reverse).
+Imports pydantic only (document.boot_result imports this module, not the reverse).
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from harness.spans.phases import SpanPhases
-from harness.spans.records import SpanRecord
+from document.span_phases import SpanPhases
+from document.span_records import SpanRecord
 
 __all__ = ["Answer", "AnswerToken", "CacheLayers", "DefectNote", "Evidence", "LayerObservation",
            "Relocation", "PageCacheFacts", "Priming",
-           "Setting", "Settings", "SparseRecord", "WeightsFacts"]
+           "Setting", "BootSettings", "SparseRecord", "WeightsFacts"]
 
 
 class SparseRecord(BaseModel):
@@ -108,12 +108,12 @@ class Setting(SparseRecord):
     # "default" (the harness's), "environment" (exported), "axis" (the cell's loader or
     # compile cache), or the caller's ("matrix", "matrix model", ...).
     source: str | None = None
-    # True: a secret-named one (harness.secrets.is_secret_name), set but recorded as
+    # True: a secret-named one (document.secrets.is_secret_name), set but recorded as
     # "<redacted>", never its value. Absent in documents before it and for the others.
     redacted: bool | None = None
 
 
-class Settings(SparseRecord):
+class BootSettings(SparseRecord):
     """Every engine argument and start-up variable the boot was given (harness.boot)."""
 
     engine_args: dict[str, Setting] = Field(default_factory=dict)
@@ -191,7 +191,7 @@ class Evidence(SparseRecord):
     priming: Priming | None = None
     # The AOT-compile keys the warm cache held before the boot (harness.compile_cache).
     aot_cache_keys_before: list[str] | None = None
-    settings: Settings | None = None
+    settings: BootSettings | None = None
     page_cache: PageCacheFacts | None = None
 
     # harness.interpret, from what the parent saw of the boot's processes
@@ -226,7 +226,7 @@ class Evidence(SparseRecord):
     entrypoint_command: str | None = None  # "LLM(...)", or the serve command line
 
     # harness.launch, a boot with spans on (BootSpec.spans): every span vLLM sent, what they
-    # say of the phases (harness.spans.phases), the Unix time of the launch (within a
+    # say of the phases (document.span_phases), the Unix time of the launch (within a
     # millisecond: spans are on the Unix clock, the timeline counts from the launch), and
     # requests the receiver could not read.
     spans: list[SpanRecord] | None = None
@@ -237,7 +237,7 @@ class Evidence(SparseRecord):
     # harness.correctness: known defects seen (or not) by the answer and compile-cache checks
     known_defects: list[DefectNote] = Field(default_factory=list)
 
-    # benchmarks/_rounds.py: a vLLM without some probe targets, timed from its log instead
+    # benchmarks/interleave.py: a vLLM without some probe targets, timed from its log instead
     subphase_notes: dict[str, str] = Field(default_factory=dict)  # subphase -> why not probed
     not_probed: list[str] = Field(default_factory=list)  # "module:attr (event)" missing
     from_log: dict[str, str] = Field(default_factory=dict)  # event -> log duration key

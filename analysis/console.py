@@ -1,5 +1,5 @@
 """What a program's output looks like on a terminal and in a pipe: the bottom layer, as
-``coldstart.errors`` is, so the library's tables (fit, predict, compare) size themselves
+``document.errors`` is, so the library's tables (fit, predict, compare) size themselves
 alike whichever verb prints them. Only the standard library is imported here."""
 
 from __future__ import annotations

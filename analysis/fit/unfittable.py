@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
 
+from analysis.console import console_width
 from analysis.dataset import config_key, config_label
 from analysis.fit.groups import MIN_TRAINING_MODELS
 from analysis.fit.targets import RESIDUAL
 from analysis.knobs import knob_effects, knob_lines, knob_rows
 from analysis.table import SHORT
-from coldstart.console import console_width
-from harness.schema import PHASE_NAMES, BootResult
+from document.boot_result import PHASE_NAMES, BootResult
 
 __all__ = ["COLUMNS", "SCALING_RUN", "needed_run", "needed_run_line", "print_summary",
            "summarize"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from datetime import datetime, timezone
 
-from coldstart.errors import InputError
+from document.errors import InputError
 
 __all__ = ["written_at"]
 

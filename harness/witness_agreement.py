@@ -2,7 +2,7 @@
 
 The probes time the calls the harness wraps; vLLM's log prints durations of some of the same
 calls ("Initializing model took", "Loading weights took"); its OpenTelemetry spans time
-others from inside (``harness.spans.phases``). Where two of them time the same thing they
+others from inside (``document.span_phases``). Where two of them time the same thing they
 should agree within 5 % + 0.05 s; a row says where they do not, for the run page and
 compare to show.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.registry.patterns import LOG_PROBE_PAIRS
-from harness.schema import BootResult
-from harness.spans.phases import AGREEMENT_ABS_S, AGREEMENT_REL
+from document.boot_result import BootResult
+from document.span_phases import AGREEMENT_ABS_S, AGREEMENT_REL
+from harness.registry import LOG_PROBE_PAIRS
 
 __all__ = ["disagreements", "witness_rows"]
 

@@ -11,11 +11,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.document import CELL_AXES
-from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, cell_id
-from harness.schema import matrix_cells as digest_cells
+from document import CELL_AXES
+from document.boot_result import (
+    COMPILE_CACHE_MODES,
+    ENTRYPOINTS,
+    LOADERS,
+    PAGE_CACHE_MODES,
+    cell_id,
+)
+from document.boot_result import matrix_cells as digest_cells
 
-# The five axes every cell has (harness.document.CELL_AXES, where a cell is defined).
+# The five axes every cell has (document.CELL_AXES, where a cell is defined).
 AXES: tuple[str, ...] = CELL_AXES
 REAL_MODEL = "smollm2-135m"
 # The built-in matrices are matrix files (benchmarks/matrices/NAME.yaml, read by
@@ -90,7 +96,7 @@ def model_cells(model: Any, points: list[dict[str, Any]]) -> list[Cell]:
     """One model's cells: a value the model entry sets itself (an engine argument or a
     variable) wins over the same axis, and ``enforce_eager: true`` makes its cells compile
     nothing (compile_cache off), as the id then says."""
-    from benchmarks.matrix.schema import BASE_AXES
+    from benchmarks.matrix.file_schema import BASE_AXES
 
     own = dict(model.engine_args) | dict(model.env)
     cells = []
@@ -205,7 +211,7 @@ def select(matrix: str | Plan, **narrow: list[str] | None) -> list[Cell]:
 def _model_named(text: str) -> Any:
     """``--models`` value: a fixture name, else a model folder, else a hub id (ORG/NAME)."""
     from benchmarks.matrix.file import model_from_string
-    from benchmarks.matrix.schema import MatrixFileError
+    from benchmarks.matrix.file_schema import MatrixFileError
 
     try:
         return model_from_string(text)

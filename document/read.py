@@ -9,16 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness.document.models import (
-    CellInfo,
-    CellsLogLine,
-    Entry,
-    RunCell,
-    RunDocument,
-    UnrecordedCell,
-    cell_axes,
-)
-from harness.schema import (
+from document.boot_result import (
     DOCUMENT_KEY,
     SCHEMA_VERSION,
     BootResult,
@@ -27,6 +18,15 @@ from harness.schema import (
     read_json,
     validation_summary,
 )
+from document.models import (
+    CellInfo,
+    CellsLogLine,
+    Entry,
+    RunCell,
+    UnrecordedCell,
+    cell_axes,
+)
+from document.run import RunDocument
 
 
 def check_version(version: Any, where: str) -> None:

@@ -3,8 +3,9 @@
 ``write_run``) and the edits a run goes through after it is written (``edit``: its stats
 restated, compacted). Import from here; ``docs/format.md`` describes the format."""
 
-from harness.document.edit import compact, restate_stats
-from harness.document.models import (
+from document.edit import compact, restate_stats
+from document.machine_facts import FixtureStorage, MachineFacts
+from document.models import (
     AXIS_OPTIONS,
     CELL_AXES,
     STATS_TIMER,
@@ -12,7 +13,6 @@ from harness.document.models import (
     CellsLogLine,
     Entry,
     RunCell,
-    RunDocument,
     RunMeta,
     UnrecordedCell,
     benchmark_entry,
@@ -21,12 +21,10 @@ from harness.document.models import (
     cell_params,
     headline_round,
     measured_walls,
-    new_document,
-    recorded_facts,
     stats_of,
     wall_stats,
 )
-from harness.document.read import (
+from document.read import (
     cells_log_line,
     check_version,
     read_boots,
@@ -36,9 +34,11 @@ from harness.document.read import (
     run_document,
     run_of_pytest_benchmark,
 )
-from harness.document.write import write_run
+from document.run import RunDocument, new_document, recorded_facts
+from document.write import write_run
 
 __all__ = ["AXIS_OPTIONS", "CELL_AXES", "STATS_TIMER", "CellInfo", "CellsLogLine", "Entry",
+           "FixtureStorage", "MachineFacts",
            "RunCell", "RunDocument", "RunMeta", "UnrecordedCell", "benchmark_entry", "boot_of",
            "cell_axes", "cell_params", "cells_log_line", "check_version", "compact",
            "headline_round", "measured_walls", "new_document", "run_of_pytest_benchmark",

@@ -25,8 +25,8 @@ from typing import Any
 from analysis.predictor_file import PredictorFile, predictor_json, write_predictor
 from analysis.predictors import PACKAGE_DIR
 from analysis.study import STUDY_HOLDOUT
-from coldstart.errors import InputError
-from harness.dates import written_at
+from document.dates import written_at
+from document.errors import InputError
 
 __all__ = ["RECIPES", "Recipe", "REPO_ROOT", "build_document", "build_all", "undated",
            "same_fit"]

@@ -14,7 +14,7 @@ vLLM instruments its start-up with spans (vllm-project/vllm#31162, emitted when
 Each span keeps its name, parent, process (the resource's attributes: vLLM sets
 ``vllm.process_id``, ``vllm.process_kind``, ``vllm.process_name``), start and end on the
 Unix clock in nanoseconds, and attributes. No span is dropped: what the phase mapping
-(``harness.spans.phases``) does not know is kept and listed.
+(``document.span_phases``) does not know is kept and listed.
 
 Standard library only (protobuf messages are read through their attributes): the analysis
 side imports it without vLLM or opentelemetry installed.
@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from coldstart.errors import UserError
+from document.errors import UserError
 
 __all__ = ["SpanFileError", "SpanRecord", "read_span_file", "spans_of_jaeger", "spans_of_otlp_json",
            "spans_of_request"]

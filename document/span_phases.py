@@ -22,7 +22,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, Field
 
-from harness.spans.records import SpanRecord
+from document.span_records import SpanRecord
 
 __all__ = ["AGREEMENT_ABS_S", "AGREEMENT_REL", "PR49037_PHASES", "SPAN_MAPS", "SpanPhases",
            "span_map_for", "spans_to_phases"]

@@ -1,7 +1,8 @@
 """The result document's models and the one definition of a cell (its id, its axes, its
 headline round), with the constructors every writer builds a document by: a cell from its
-rounds (``CellInfo.of_rounds``, ``Entry.of_cell``, ``UnrecordedCell.of``), a new run
-(``RunDocument.new``) and each entry named by its run (``RunDocument.named``).
+rounds (``CellInfo.of_rounds``, ``Entry.of_cell``, ``UnrecordedCell.of``), its rounds made
+again from a gate's slots (``Entry.with_rounds``). The whole run over them is
+``document.run.RunDocument``.
 
 A result document is pytest-benchmark's JSON (``pytest benchmarks/ --benchmark-json``, and
 what gate, history, merge, compact and ingest write): each measured cell is an ``Entry`` of
@@ -24,12 +25,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.schema import (
-    DOCUMENT_KEY,
+from document.boot_result import (
     NOT_APPLICABLE_PREFIX,
     PHASE_NAMES,
     SCHEMA_VERSION,
     BootResult,
+    SchemaError,
     cell_id,
 )
 
@@ -130,7 +131,7 @@ class Entry(BaseModel):
     params: dict[str, Any] | None = None
     param: str | None = None
     group: str | None = None
-    # pytest-benchmark's Stats over the measured rounds' wall_s (harness.schema.cell_stats).
+    # pytest-benchmark's Stats over the measured rounds' wall_s (document.boot_result.cell_stats).
     stats: dict[str, Any] | None = None
     options: dict[str, Any] | None = None
     # The name pytest-benchmark's CSV gives the row: the cell and the run (schema 3).
@@ -149,6 +150,31 @@ class Entry(BaseModel):
         """Make ``stats`` (the measured rounds' Stats) the entry's, saying what timed them."""
         self.stats = stats
         self.options = {**(self.options or {}), "timer": STATS_TIMER}
+
+    def with_rounds(self, rounds: list[BootResult], *, checks_failed: list[str],
+                    storage_floor: dict[str, Any] | None = None) -> Entry | None:
+        """The entry of this cell with ``rounds`` as its rounds (a gate's side, whose rounds
+        ran in separate documents): the headline, the stats and the checks made again from
+        them. Refused (``SchemaError``) for a round of another cell or of another vLLM
+        release than the others: a cell's rounds are of one cell, on one release. None
+        where no round was measured: no time to state (the cell is then unrecorded)."""
+        cid = str(self.param or cell_id(self.params or {}) or self.name)
+        for r in rounds:
+            if (other := cell_id(cell_axes(r))) != cid:
+                raise SchemaError(f"{cid}: a round of another cell ({other}) among its rounds")
+        versions = sorted({r.vllm_version for r in rounds if r.vllm_version})
+        if len(versions) > 1:
+            raise SchemaError(f"{cid}: rounds of different vLLM releases "
+                              f"({', '.join(versions)}): a cell's rounds are of one release")
+        info = CellInfo.of_rounds(rounds)
+        stats = info.stats()
+        if stats is None:
+            return None
+        info.storage_floor = storage_floor
+        info.checks_failed = checks_failed
+        entry = self.model_copy(update={"extra_info": info})
+        entry.timed(stats)
+        return entry
 
     def on_machine(self, machine_info: dict[str, Any],
                    commit_info: dict[str, Any] | None = None) -> Entry:
@@ -182,7 +208,7 @@ class RunMeta(BaseModel):
     # analysis.merge: the shards a merged document was made of; its cells each carry their
     # machine's machine_info.
     merged_from: list[Any] | None = None
-    # gate and history (benchmarks._rounds.merge_side): the release's probe targets it
+    # gate and history (benchmarks.interleave.merge_side): the release's probe targets it
     # lacks, how the two releases' boots were interleaved, and (gate) which side this is.
     probe_targets_missing: list[str] | None = None
     interleaved: dict[str, Any] | None = None
@@ -190,92 +216,6 @@ class RunMeta(BaseModel):
     # analysis.merge: how many machines the merged cells ran on (analysis.machines).
     machines: int | None = None
     unrecorded: list[UnrecordedCell] = Field(default_factory=list)
-
-
-class RunDocument(BaseModel):
-    """A whole result document."""
-
-    model_config = ConfigDict(extra="allow")
-
-    machine_info: dict[str, Any] = Field(default_factory=dict)
-    commit_info: dict[str, Any] = Field(default_factory=dict)
-    # Required, as the reader requires it (run_document): a document without it, {} or
-    # another kind (a compare document, a BootResult), is no run, also to the JSON Schema.
-    benchmarks: list[Entry]
-    datetime: str | None = None
-    version: str | None = None  # pytest-benchmark's version
-    coldstart: RunMeta = Field(default_factory=RunMeta)
-
-    def cells(self) -> list[RunCell]:
-        """Every cell, measured ones (``benchmarks``) first, then the unrecorded ones."""
-        out = []
-        for entry in self.benchmarks:
-            info = entry.extra_info
-            head = boot_of(info)
-            rounds = list(info.rounds) or [head]
-            params = entry.params or {}
-            cid = str(entry.param or cell_id(params) or entry.name)
-            out.append(RunCell(cid, cell_axes(head, params), head, rounds,
-                               list(info.checks_failed), True, entry))
-        for u in self.coldstart.unrecorded:
-            r = boot_of(u)
-            axes = cell_axes(r)
-            out.append(RunCell(cell_id(axes), axes, r, [r], list(u.checks_failed), False))
-        return out
-
-    def results(self, *, all_rounds: bool = False) -> list[BootResult]:
-        """Each cell's headline round (every round with ``all_rounds``), the unrecorded last."""
-        out: list[BootResult] = []
-        for c in self.cells():
-            out.extend(c.rounds if all_rounds and c.recorded else [c.headline])
-        return out
-
-    @classmethod
-    def new(cls, entries: list[Entry] | None = None,
-            unrecorded: list[UnrecordedCell] | None = None,
-            machine_info: dict[str, Any] | None = None, **fields: Any) -> RunDocument:
-        """A run of ``entries`` and ``unrecorded`` cells on ``machine_info``; ``fields``: the
-        document's other keys (commit_info, datetime, version)."""
-        return cls(machine_info=machine_info or {}, commit_info=fields.pop("commit_info", {}),
-                   benchmarks=entries or [], **fields,
-                   coldstart=RunMeta(schema_version=SCHEMA_VERSION,
-                                     unrecorded=list(unrecorded or [])))
-
-    def run_label(self, cell: BootResult | None = None) -> str:
-        """What tells a run apart in pytest-benchmark's tables and CSV: the release (gate and
-        history's ``coldstart.release``, else the cell's vLLM) and when it was written."""
-        facts = self.machine_facts
-        release = self.coldstart.release
-        vllm = (cell.vllm_version if cell is not None else None) or facts.get("vllm")
-        if not release and vllm:
-            release = f"{facts.get('vllm_distribution') or 'vllm'}=={vllm}"
-        when = self.coldstart.written_at or self.datetime
-        return ", ".join(str(x) for x in (release, when) if x) or "unlabelled run"
-
-    def named(self) -> RunDocument:
-        """Give each measured entry the ``fullfunc`` pytest-benchmark's CSV names its row by
-        (``fullname`` stays the cell's, what ``compare --between`` matches runs on)."""
-        for entry in self.benchmarks:
-            if isinstance(entry.stats, dict):
-                entry.fullfunc = f"{entry.fullname or entry.name} " \
-                                 f"({self.run_label(entry.extra_info)})"
-        return self
-
-    def as_json(self) -> dict[str, Any]:
-        """The document as it is written (the fields set), as JSON."""
-        return self.model_dump(mode="json", exclude_unset=True)
-
-    @property
-    def machine_facts(self) -> dict[str, Any]:
-        """Our machine facts (``machine_info.coldstart``: CPU, GPUs, vLLM, ...)."""
-        return recorded_facts(self.machine_info)
-
-
-def recorded_facts(machine_info: Any) -> dict[str, Any]:
-    """Our facts in a ``machine_info`` (a run's, or a merged cell's: its shard's machine):
-    ``machine_info.coldstart`` (benchmarks/provenance.py); {} where there are none."""
-    facts = machine_info.get(DOCUMENT_KEY) if isinstance(machine_info, dict) else None
-    return facts if isinstance(facts, dict) else {}
 
 
 class CellsLogLine(BaseModel):
@@ -438,14 +378,3 @@ def benchmark_entry(result: BootResult, *, name: str, params: dict[str, Any],
     document built as JSON (test data, a hand-made document)."""
     info = CellInfo.of_rounds(rounds or [result], headline=result)
     return Entry.of_cell(info, name=name, params=params).as_json()
-
-
-def new_document(entries: list[dict[str, Any]] | None = None,
-                 unrecorded: list[BootResult] | None = None,
-                 machine_info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``RunDocument.new`` as JSON, its ``entries`` as given (unchecked: a reader's test
-    may hand it what a reader must refuse)."""
-    doc = RunDocument.new(unrecorded=[UnrecordedCell.of(r) for r in unrecorded or []],
-                          machine_info=machine_info).as_json()
-    doc["benchmarks"] = list(entries or [])
-    return doc

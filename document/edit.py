@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from harness.document.models import RunDocument, UnrecordedCell
-from harness.schema import BootResult
+from document.boot_result import BootResult
+from document.models import UnrecordedCell
+from document.run import RunDocument
 
 # What a compacted run drops from each round (the events of a cell's headline round are kept
 # with ``keep_events``).
@@ -39,9 +40,8 @@ def restate_stats(doc: RunDocument) -> RunDocument:
         entry.timed(new)
         kept.append(entry)
     doc.benchmarks = kept
-    if unrecorded:
-        doc.coldstart.unrecorded = [*doc.coldstart.unrecorded, *unrecorded]
-        doc.coldstart = doc.coldstart  # a document that had no coldstart object gets one
+    for cell in unrecorded:
+        doc.add_cell(cell)
     return doc.named()
 
 

@@ -11,7 +11,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, LOADERS, PAGE_CACHE_MODES, PHASE_NAMES
+from document.boot_result import (
+    COMPILE_CACHE_MODES,
+    ENTRYPOINTS,
+    LOADERS,
+    PAGE_CACHE_MODES,
+    PHASE_NAMES,
+)
 
 MATRIX_FILE_VERSION = 1  # 1: models, axes | configurations, engine_args, env, budgets, serve_params
 
@@ -117,7 +123,7 @@ class MatrixFile(BaseModel):
     budgets: dict[str, float] = Field(default_factory=dict)
     serve_params: Path | None = None
     # "spans": every boot also records vLLM's own OpenTelemetry start-up spans, held against
-    # the probes (harness.spans.phases); "spans-grpc" exports them over gRPC instead of HTTP.
+    # the probes (document.span_phases); "spans-grpc" exports them over gRPC instead of HTTP.
     witness: Literal["probes", "spans", "spans-grpc"] = "probes"
     node: Node | None = None
 
@@ -151,7 +157,7 @@ class Model:
 
 
 @dataclass(frozen=True)
-class Settings:
+class MatrixSettings:
     """What a matrix says beyond its cells."""
 
     rounds: int | None = None
