@@ -1,20 +1,22 @@
 """The verdict on each cell and metric of two runs, and where each phase's change went.
 
-Per metric, the change of the median over rounds (``median_of_rounds``), a noise floor (the
-larger of a floor in seconds and either side's interquartile range, ``scipy.stats.iqr``) and a
-two-sided Mann-Whitney U test of the rounds (``scipy.stats.mannwhitneyu``; H. B. Mann and D. R.
-Whitney, *Ann. Math. Statist.* 18, 1947), exact up to ``EXACT_MAX_ARRANGEMENTS``, its p adjusted
-by Holm's method over every test of the comparison (``holm_adjusted``); with a status per cell
-for rounds failed, skipped or missing on a side, or checks failed. ``analysis.compare``'s
-docstring states the rule; ``analysis.verdict`` turns the statuses into one verdict.
+Per metric, the change of the median over rounds (``median_of_rounds``), the margin (the
+larger of ``--threshold`` x the base median and ``--noise-floor-s``) and the interval of the
+change at the levels of ``analysis.bounds`` (which states the rule and why); a status per
+metric from where the interval lies against the margin, and per cell for rounds failed,
+skipped or missing on a side, or checks failed. A two-sided Mann-Whitney p (exact up to
+``EXACT_MAX_ARRANGEMENTS``, Holm-adjusted over the comparison) is shown beside it, never
+decided on. ``analysis.verdict`` turns the statuses into one verdict.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from analysis.bounds import Look, regression_share
 from analysis.metrics import (
     NO_SUBPHASE,
     RESIDUAL,
@@ -24,18 +26,18 @@ from analysis.metrics import (
     median_of_values,
     metric_values,
 )
-from harness.schema import PHASE_BY_NAME, PHASE_NAMES, BootResult
+from document.boot_result import PHASE_BY_NAME, PHASE_NAMES, BootResult
 
-__all__ = ["EXACT_MAX_ARRANGEMENTS", "FAILING", "INCONCLUSIVE", "MISSING", "POSSIBLE",
+__all__ = ["BOUNDED", "EXACT_MAX_ARRANGEMENTS", "FAILING", "INCONCLUSIVE", "MISSING", "POSSIBLE",
            "CellChange", "DetailChange", "compare_results", "detail_changes",
-           "failing_changes", "fewest_rounds", "holm_adjusted", "metric_change",
+           "failing_changes", "holm_adjusted", "metric_change",
            "min_two_sided_p", "where_changes_went"]
 
 
 @dataclass
 class CellChange:
-    """One cell's metric in two runs: the medians, the change, the noise floor, the test and
-    the status it earns."""
+    """One cell's metric in two runs: the medians, the change, the margin, the interval of the
+    change and the status it earns (``analysis.bounds`` states the rule)."""
 
     cell: str
     metric: str
@@ -43,21 +45,36 @@ class CellChange:
     new_median_s: float | None
     change_s: float | None
     change_rel: float | None
-    noise_floor_s: float
+    margin_s: float
     n_base: int
     n_new: int
     p_value: float | None
     min_attainable_p: float | None
     significant: bool
-    status: str  # regression, improvement, possible regression, possible improvement,
-    #              no change, failed in new, failures grew, fixed in new, only in base,
+    status: str  # regression, improvement, no change, possible regression, not bounded,
+    #              within noise, failed in new, failures grew, fixed in new, only in base,
     #              only in new, not measured in new, not measured, skips grew, metric lost,
     #              checks failed, not judged (a metric of a cell that failed its checks)
     note: str = ""
-    # Holm's adjusted p over every test of the comparison (``family`` of them), the p the
-    # verdict is decided on; None where no test was made.
-    p_adjusted: float | None = None
+    # Holm's adjusted Mann-Whitney p over every test of the comparison (``family`` of them):
+    # shown beside the interval, never what the verdict is decided on.
+    p_value_adjusted: float | None = None
     family: int = 1
+    # The interval of the change in seconds (``analysis.bounds.change_interval``): its
+    # estimate and ends, each end a one-sided bound at its level; None without one.
+    estimate_s: float | None = None
+    interval_lo_s: float | None = None
+    interval_hi_s: float | None = None
+    alpha_lo: float | None = None
+    alpha_hi: float | None = None
+    interval_scale: str | None = None
+    # The total gates a pass; a phase gates regressions only (analysis.bounds).
+    gated: bool = False
+    look: int | None = None  # rounds a side at the look that judged it
+
+    @property
+    def p_adjusted(self) -> float | None:
+        return self.p_value_adjusted
 
 
 # The three kinds of status (analysis.verdict decides from them): a regression fails the
@@ -68,7 +85,10 @@ FAILING = frozenset({"regression", "failed in new", "failures grew"})
 MISSING = frozenset({"only in base", "only in new", "not measured in new", "not measured",
                      "skips grew", "metric lost"})
 POSSIBLE = frozenset({"possible regression"})
-INCONCLUSIVE = MISSING | POSSIBLE | {"checks failed"}
+INCONCLUSIVE = MISSING | POSSIBLE | {"checks failed", "not bounded"}
+# A metric whose interval ends on both sides of nothing the verdict needs: a phase whose
+# estimate is inside its margin (phases are not gated for a pass) or a bounded change.
+BOUNDED = frozenset({"no change", "improvement"})
 
 # Up to this many arrangements of the rounds (C(n1 + n2, n1); 8 vs 8 rounds: 12870) the
 # Mann-Whitney p is computed exactly by enumerating them (ties handled exactly); 10 vs 10
@@ -83,16 +103,6 @@ def min_two_sided_p(n1: int, n2: int) -> float:
     # The most extreme arrangement: 2 / C(n1 + n2, n1). Ties across the two sides can only
     # raise the smallest p, never lower it.
     return min(1.0, 2.0 / math.comb(n1 + n2, n1))
-
-
-def fewest_rounds(family: int, alpha: float) -> int:
-    """The fewest rounds a side with which a change can be significant among ``family`` tests
-    under Holm's correction: Holm's first step needs p < alpha / family, and the smallest p
-    n vs n rounds can give is 2 / C(2n, n)."""
-    n = 2
-    while min_two_sided_p(n, n) >= alpha / max(family, 1):
-        n += 1
-    return n
 
 
 def _mann_whitney_p(new: list[float], base: list[float]) -> float:
@@ -113,8 +123,7 @@ def _mann_whitney_p(new: list[float], base: list[float]) -> float:
 
 def holm_adjusted(p_values: list[float]) -> list[float]:
     """Holm's step-down adjusted p-values (S. Holm, *Scand. J. Statist.* 6, 1979), by
-    statsmodels: a family-wise error rate of alpha under any dependence between the tests
-    (the total is the sum of the phases; phases of one boot move together)."""
+    statsmodels."""
     if not p_values:
         return []
     from statsmodels.stats.multitest import multipletests
@@ -126,52 +135,67 @@ def _round_test(base: list[float], new: list[float]) -> float | None:
     return _mann_whitney_p(new, base) if len(base) >= 2 and len(new) >= 2 else None
 
 
-def metric_change(cell: str, metric: str, base: list[float], new: list[float], *,
-                  threshold: float, floor_s: float, alpha: float, family: int = 1,
-                  p_value: float | None = None,
-                  p_adjusted: float | None = None) -> CellChange:
-    """The verdict on one metric of one cell, from both sides' round values (none empty),
-    as one test of ``family`` (``p_adjusted``: its Holm-adjusted p among them; alone, the
-    test's own p). ``p_value`` is the test's p where the caller computed it already."""
-    from scipy import stats
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f} %"
 
+
+def metric_change(cell: str, metric: str, base: list[float], new: list[float], *,
+                  threshold: float, floor_s: float, alpha: float, gated: bool | None = None,
+                  alpha_lo: float | None = None, alpha_hi: float | None = None,
+                  family: int = 1, p_value: float | None = None,
+                  p_adjusted: float | None = None, look: int | None = None) -> CellChange:
+    """The verdict on one metric of one cell from both sides' round values (none empty).
+
+    ``gated``: the metric gates a pass (a cell's total; the default for ``TOTAL``);
+    ``alpha_lo`` / ``alpha_hi``: the one-sided levels of the interval's lower and upper end
+    (``analysis.bounds``; alone, both ``alpha``). ``p_value`` / ``p_adjusted``: the
+    Mann-Whitney p shown beside it, where the caller computed it already."""
+    from analysis.bounds import change_interval, margin_s
+
+    gated = metric == TOTAL if gated is None else gated
+    alpha_lo = alpha if alpha_lo is None else alpha_lo
+    alpha_hi = alpha if alpha_hi is None else alpha_hi
     mb, mn = median_of_values(base), median_of_values(new)
     change = mn - mb
     rel = change / mb if mb > 0 else (math.inf if change > 0 else 0.0)
-    spread = max((float(stats.iqr(v)) for v in (base, new) if len(v) >= 2), default=0.0)
-    noise = max(floor_s, spread)
+    margin = margin_s(mb, threshold, floor_s)
     p = p_value if p_value is not None else _round_test(base, new)
-    if p is not None and p_adjusted is None:
-        p_adjusted = p if family == 1 else None
+    if p is not None and p_adjusted is None and family == 1:
+        p_adjusted = p
     min_p = min_two_sided_p(len(base), len(new)) if p is not None else None
-    significant = p_adjusted is not None and p_adjusted < alpha
-    if p is None:
-        note = "one round on a side: no test; never called significant"
-    elif min_p >= alpha / family:
-        over = f" among {family} tests (Holm: p < {alpha / family:.3g})" if family > 1 else ""
-        enough = f"; {fewest_rounds(family, alpha)} rounds a side can"
-        if p <= min_p * (1 + 1e-9):
-            # Every round of one side beyond every other, and still not enough of them.
-            note = (f"{len(base)} vs {len(new)} rounds: the test cannot reach p < {alpha}"
-                    f"{over} (smallest possible p {min_p:.3g}){enough}")
-        else:  # the rounds overlap too: their number is not all the story
-            note = (f"the two sides' rounds overlap (p {p:.2f}; {len(base)} vs {len(new)} "
-                    f"rounds could give at best {min_p:.3g}, never p < {alpha}{over}){enough}")
-    elif not significant:
-        note = (f"not significant: p {p:.3g}" + (f", {p_adjusted:.3g} after Holm over "
-                                                   f"{family} tests" if family > 1 else "")
-                + f", the rounds overlap ({len(base)} vs {len(new)} rounds)")
-    else:
-        note = ""
-    beyond = abs(change) > noise and abs(rel) > threshold
-    if not beyond:
+    iv = change_interval(base, new, alpha_lo=alpha_lo, alpha_hi=alpha_hi, base_median=mb)
+    estimate = iv.estimate_s if iv is not None else change
+    levels = (f" (one-sided levels {alpha_lo:.2g} / {alpha_hi:.2g})" if iv is not None else "")
+    if iv is None:
+        status = ("possible regression" if estimate > margin else
+                  "not bounded" if gated else "within noise")
+        note = (f"{len(base)} vs {len(new)} rounds: no interval with one round on a side, "
+                "never a pass")
+    elif iv.lo_s > margin:
+        status = "regression"
+        note = (f"confirmed beyond the margin: the interval's lower end {iv.lo_s:+.2f} s is "
+                f"above the margin +{margin:.2f} s{levels}")
+    elif iv.hi_s < -margin:
+        status, note = "improvement", f"confirmed faster: upper end {iv.hi_s:+.2f} s"
+    elif iv.hi_s <= margin:
         status = "no change"
-    elif change > 0:
-        status = "regression" if significant else "possible regression"
+        note = (f"bounded: upper end {iv.hi_s:+.2f} s within the margin +{margin:.2f} s")
+    elif estimate > margin:
+        status = "possible regression"
+        note = (f"estimate {estimate:+.2f} s beyond the margin +{margin:.2f} s, not confirmed: "
+                f"the lower end {iv.lo_s:+.2f} s is not above it{levels}; more rounds can "
+                "decide")
     else:
-        status = "improvement" if significant else "possible improvement"
-    return CellChange(cell, metric, mb, mn, change, rel, noise, len(base), len(new), p, min_p,
-                      significant, status, note, p_adjusted, family)
+        status = "not bounded" if gated else "within noise"
+        note = (f"upper end {iv.hi_s:+.2f} s beyond the margin +{margin:.2f} s{levels}"
+                + ("; more rounds can bound it" if gated else
+                   "; a phase gates regressions only, the total gates the pass"))
+    significant = status in ("regression", "improvement")
+    return CellChange(cell, metric, mb, mn, change, rel, margin, len(base), len(new), p, min_p,
+                      significant, status, note, p_adjusted, family,
+                      None if iv is None else iv.estimate_s, None if iv is None else iv.lo_s,
+                      None if iv is None else iv.hi_s, alpha_lo if iv else None,
+                      alpha_hi if iv else None, None if iv is None else iv.scale, gated, look)
 
 
 def _share(boots: list[BootResult], state: str) -> tuple[int, float]:
@@ -182,6 +206,7 @@ def _share(boots: list[BootResult], state: str) -> tuple[int, float]:
 def compare_results(base: list[BootResult], new: list[BootResult], *, threshold: float = 0.10,
                     floor_s: float = 0.05, alpha: float = 0.05,
                     checks_failed: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {}),
+                    looks: Mapping[str, Look] | None = None, cells: int | None = None,
                     ) -> list[CellChange]:
     """Every cell and metric of two runs, with its change, noise floor and test.
 
@@ -190,8 +215,11 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
     metric, a cell gets a ``failures`` entry when its share of failed rounds grew, and a
     ``total`` entry with a status but no times when one side has no measured round (``only
     in base``, ``failed in new``, ...) or a side's cell failed its checks (``checks failed``:
-    its seconds are not evidence). The tests of every cell and metric are one family: each
-    p is Holm-adjusted over all of them.
+    its seconds are not evidence). Each metric's interval is taken at the levels
+    ``analysis.bounds`` gives: ``looks`` holds a sequential gate's last look at each cell
+    (else one look of a fixed design), ``cells`` the number of cells the regression side's
+    alpha is split over (else the cells tested here). The Mann-Whitney p shown beside it is
+    Holm-adjusted over every test.
     """
     def by_cell(boots: list[BootResult]) -> dict[str, list[BootResult]]:
         out: dict[str, list[BootResult]] = {}
@@ -274,10 +302,18 @@ def compare_results(base: list[BootResult], new: list[BootResult], *, threshold:
                 tests.append((cell, metric, bv, nv, _round_test(bv, nv)))
     family = sum(p is not None for *_, p in tests)
     adjusted = iter(holm_adjusted([p for *_, p in tests if p is not None]))
+    n_cells = cells or len({cell for cell, *_ in tests})
+    phases_in = {cell: sum(c == cell and m != TOTAL for c, m, *_ in tests)
+                 for cell, *_ in tests}
     for cell, metric, bv, nv, p in tests:
-        changes.append(metric_change(cell, metric, bv, nv, threshold=threshold,
-                                     floor_s=floor_s, alpha=alpha, family=max(family, 1),
-                                     p_value=p, p_adjusted=None if p is None else next(adjusted)))
+        look = (looks or {}).get(cell) or Look(min(len(bv), len(nv)))
+        at = look.alpha(alpha)
+        changes.append(metric_change(
+            cell, metric, bv, nv, threshold=threshold, floor_s=floor_s, alpha=alpha,
+            alpha_hi=at, alpha_lo=at * regression_share(metric == TOTAL, phases_in[cell],
+                                                        n_cells),
+            family=max(family, 1), p_value=p, p_adjusted=None if p is None else next(adjusted),
+            look=min(len(bv), len(nv))))
     order = {cell: i for i, cell in enumerate(sorted(set(cells_base) | set(cells_new)))}
     metric_order = {m: i for i, m in enumerate(("failures", "skips", "checks", *PHASE_NAMES,
                                                 TOTAL))}

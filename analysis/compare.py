@@ -12,39 +12,31 @@ phase (and the total: the wall time when both sides have it, else the sum of the
 
 - the change of the median over rounds, absolute and relative: per metric, the median of
   the measured rounds' values (``median_of_rounds``, the one median every page shows);
-- a noise floor: the larger of ``--noise-floor-s`` and the interquartile range of either side
-  (``scipy.stats.iqr``); a change inside it is noise;
-- a two-sided Mann-Whitney U test of the rounds (``scipy.stats.mannwhitneyu``; H. B. Mann and
-  D. R. Whitney, *Ann. Math. Statist.* 18, 1947) where both sides have at least two rounds,
-  exact (every arrangement of the rounds enumerated, ties included) up to
-  ``EXACT_MAX_ARRANGEMENTS``; scipy's default would use the normal approximation as soon as
-  two rounds tie, which gives p below what the rounds can attain;
-- **Holm's correction** over every test of the comparison (every cell x metric tested: the
-  family). Holm, not Benjamini-Hochberg: the gate fails a whole release on any one
-  regression it names, so the error to bound is the chance of naming any false one (the
-  family-wise rate, which Holm holds at alpha under any dependence between the tests; the
-  total is the sum of the phases, and phases of one boot move together), not the share of
-  false ones among many (BH's false discovery rate, which also assumes a positive dependence
-  two-sided tests do not guarantee).
+- the margin: the larger of ``--threshold`` x the base median and ``--noise-floor-s``, both
+  the user's, never the observed spread;
+- the interval of the change (``analysis.bounds``: a pooled t-interval on log seconds, each
+  end a one-sided bound at its level), and where it lies against the margin.
 
-The decision rule (``analysis.verdict``): a **regression** is slower by more than
-``--threshold`` (relative) and the noise floor, with a Holm-adjusted p < ``--alpha``; a cell
-measured in BASE that failed in NEW, or whose share of failed rounds grew, is one too. The
-verdict is **inconclusive** where the evidence is missing: a slowdown beyond threshold and
-floor that the test does not confirm ("possible regression": ``--strict`` makes it a
-regression), a cell with no measured round on a side (``only in base``, ``only in new``,
-``not measured in new``, ``not measured``), more skipped rounds, a phase NEW lost
-(``--allow-missing`` accepts these), a cell that failed its checks on a side (its seconds
-measured something else), machines that differ (``--accept-machine-difference``), or
-nothing compared at all. Otherwise the verdict is **pass**. ``--accept-inconclusive`` exits 0
-on an inconclusive verdict, which still says so.
+The decision rule (``analysis.bounds``, ``analysis.verdict``): a **pass** is a bound: every
+cell's total (its gated metric) has its interval's upper end inside the margin, at one-sided
+alpha (an intersection-union test: no split is needed, a false pass needs the one total that
+moved to be bounded wrongly), and no phase regresses. A **regression** is a total or a phase
+whose lower end is above its margin, at its share of alpha (split over the cells, half to a
+cell's total and half over its phases: Bonferroni, any dependence), or a cell measured in
+BASE that failed in NEW, or whose share of failed rounds grew. **Inconclusive** is the rest:
+a total the rounds cannot bound ("not bounded"), a slowdown beyond the margin the interval
+does not confirm ("possible regression": ``--strict`` makes it a regression), a cell with no
+measured round on a side (``only in base``, ``only in new``, ``not measured in new``, ``not
+measured``), more skipped rounds, a phase NEW lost (``--allow-missing`` accepts these), a
+cell that failed its checks on a side (its seconds measured something else), machines that
+differ (``--accept-machine-difference``), or nothing compared at all.
+``--accept-inconclusive`` exits 0 on an inconclusive verdict, which still says so.
 
-The fewest rounds: Holm's first step needs p < alpha / m among m tests, and n vs n rounds
-can give at best 2 / C(2n, n) (``fewest_rounds``): at alpha 0.05, one CPU cell (five phases
-measured and the total: m = 6) needs 5 rounds a side, the six-cell smoke matrix on CPU (m = 32,
-``benchmarks.gate.default_rounds``) 7.
-The gate runs that many by default; an inconclusive verdict names the gate command that
-would decide it.
+Two runs a sequential gate wrote (``coldstart gate``, its ``coldstart.gate.design``) are
+judged at the gate's last look at each cell, with the alpha that look had left; any other
+pair is one look of a fixed design, all of alpha. A two-sided Mann-Whitney p (Holm over every
+test) is shown beside each interval, never decided on. An inconclusive verdict names the gate
+command that would decide it, adding rounds only to the cells it left undecided.
 
 Beneath the verdicts, where each phase's change went (``detail_changes``, never gated): each
 sub-phase's change, the change of the part of the phase in no sub-phase (per round, the phase
@@ -74,6 +66,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.bounds import Look
 from analysis.changes import (
     FAILING,
     INCONCLUSIVE,
@@ -83,16 +76,16 @@ from analysis.changes import (
     detail_changes,
     where_changes_went,
 )
+from analysis.console import console_width
 from analysis.dataset import cell_identities, machine_differences, machine_identity
 from analysis.metrics import cell_of_boot
 from analysis.verdict import Verdict, command_groups, gate_command, judge, verdict_lines
-from coldstart.console import console_width
-from coldstart.errors import InputError
-from harness.document import CELL_AXES, RunDocument, cell_axes, read_cells
-from harness.schema import PHASE_NAMES, BootResult, SchemaError
+from document import CELL_AXES, RunDocument, cell_axes, read_cells
+from document.boot_result import BootResult, SchemaError
+from document.errors import InputError
 
 # The verdicts live in analysis.changes, a metric's round values in analysis.metrics.
-__all__ = ["Comparison", "Prepared", "decide", "cell_overlap", "compare_runs", "prepare",
+__all__ = ["Comparison", "PreparedRuns", "decide", "cell_overlap", "compare_runs", "prepare",
            "vllm_versions"]
 
 
@@ -100,7 +93,7 @@ def vllm_versions(doc: RunDocument | None, boots: list[BootResult]) -> str:
     """The vLLM versions a run's boots ran (else its ``machine_info`` says), for a heading."""
     found = sorted({b.vllm_version for b in boots if b.vllm_version})
     if not found and doc is not None:
-        v = doc.machine_info.get("vllm_version") or doc.machine_facts.get("vllm")
+        v = doc.machine_facts.vllm_version
         found = [v] if v else []
     return ", ".join(found) or "unknown"
 
@@ -154,7 +147,7 @@ def cell_overlap(base: list[BootResult], new: list[BootResult], base_name: str,
 
 
 @dataclass
-class Prepared:
+class PreparedRuns:
     """Two runs read and checked as the gate reads them (``prepare``)."""
 
     base_doc: RunDocument | None
@@ -169,7 +162,7 @@ class Prepared:
     checks_failed: tuple[dict[str, list[str]], dict[str, list[str]]] = ({}, {})
 
 
-def prepare(base_path: str, new_path: str, *, force: bool = False) -> Prepared:
+def prepare(base_path: str, new_path: str, *, force: bool = False) -> PreparedRuns:
     """Read both runs; refuse (SchemaError) an empty run and runs with no cell in common.
     Machines that differ are stated in ``disagree`` (the verdict is inconclusive unless they
     are accepted). What ``analysis.report`` uses too. ``force`` is kept for callers; the
@@ -186,7 +179,7 @@ def prepare(base_path: str, new_path: str, *, force: bool = False) -> Prepared:
                                              _cell_machines(new_doc, new))
     unchecked = [k for k in meta_base if meta_base[k] is None or meta_new.get(k) is None]
     warning = cell_overlap(base, new, str(base_path), str(new_path))
-    return Prepared(base_doc, base, new_doc, new, meta_base, meta_new, disagree, unchecked,
+    return PreparedRuns(base_doc, base, new_doc, new, meta_base, meta_new, disagree, unchecked,
                     warning, (base_checks, new_checks))
 
 
@@ -194,7 +187,7 @@ def prepare(base_path: str, new_path: str, *, force: bool = False) -> Prepared:
 class Comparison:
     """Two runs compared: what was read, every change, where each went, and the verdict."""
 
-    prepared: Prepared
+    prepared: PreparedRuns
     changes: list[CellChange]
     details: list[DetailChange]
     verdict: Verdict
@@ -205,16 +198,38 @@ def _release(doc: RunDocument | None, boots: list[BootResult], side: str) -> str
     gate = doc.coldstart.gate if doc is not None else None
     if isinstance(gate, dict) and gate.get(side):
         return str(gate[side])
-    dist = (doc.machine_facts.get("vllm_distribution") if doc is not None else None) or "vllm"
+    dist = (doc.machine_facts.vllm_distribution if doc is not None else None) or "vllm"
     version = vllm_versions(doc, boots)
     return f"{dist}=={version}" if version != "unknown" and "," not in version else \
         f"{side.upper()}_RELEASE"
 
 
-def witness_disagreements(prepared: Prepared) -> dict[str, dict[str, list[str]]]:
+def interval_text(c: CellChange) -> str:
+    """``[-1.20, +3.40]``: the interval of a change in seconds, or ``-`` without one."""
+    if c.interval_lo_s is None or c.interval_hi_s is None:
+        return "-"
+    return f"[{c.interval_lo_s:+.2f}, {c.interval_hi_s:+.2f}]"
+
+
+def change_record(c: CellChange) -> dict[str, Any]:
+    """One change as compare.json holds it: every field, ``p_adjusted`` under its old name
+    too (pytest-benchmark-era readers)."""
+    out = asdict(c)
+    out["p_adjusted"] = out.pop("p_value_adjusted")
+    return out
+
+
+def _design_record(prepared: PreparedRuns) -> dict[str, Any]:
+    looks, cells, kind = design_looks(prepared)
+    return {"kind": kind, "cells": cells,
+            "looks": {cell: {"n": lk.n, "n_prev": lk.n_prev, "n_max": lk.n_max}
+                      for cell, lk in looks.items()}}
+
+
+def witness_disagreements(prepared: PreparedRuns) -> dict[str, dict[str, list[str]]]:
     """Per side and cell, where the probes, vLLM's log and its spans disagree on a phase in
-    some measured round (``harness.witnesses``): shown beside the verdict, not judged."""
-    from harness.witnesses import disagreements
+    some measured round (``harness.witness_agreement``): shown beside the verdict, not judged."""
+    from harness.witness_agreement import disagreements
 
     out: dict[str, dict[str, list[str]]] = {}
     for side, boots in (("base", prepared.base), ("new", prepared.new)):
@@ -227,7 +242,7 @@ def witness_disagreements(prepared: Prepared) -> dict[str, dict[str, list[str]]]
     return out
 
 
-def _decide_note(prepared: Prepared, changes: list[CellChange]) -> str | None:
+def _decide_note(prepared: PreparedRuns, changes: list[CellChange]) -> str | None:
     """What to know about running ``_decide_with``'s command."""
     same = _release(prepared.base_doc, prepared.base, "base") == \
         _release(prepared.new_doc, prepared.new, "new")
@@ -236,7 +251,9 @@ def _decide_note(prepared: Prepared, changes: list[CellChange]) -> str | None:
         notes.append("both sides must run on one machine: the gate boots both releases on the "
                      "machine it runs on" if not same else "both sides must run on one "
                      "machine: make the base run again there too, with the same command")
-    elif same:
+    elif same and not all(d is not None and d.coldstart.gate for d in
+                          (prepared.base_doc, prepared.new_doc)):
+        # (the sides of one gate of a release against itself: the command makes both again)
         notes.append("both runs are of one vLLM release: make each side again with this "
                      "command, on its machine, then compare the two")
     undecided = _undecided_axes(prepared, changes)
@@ -251,7 +268,7 @@ def _decide_note(prepared: Prepared, changes: list[CellChange]) -> str | None:
     return "; ".join(notes) or None
 
 
-def _undecided_axes(prepared: Prepared, changes: list[CellChange]) -> list[dict[str, str]]:
+def _undecided_axes(prepared: PreparedRuns, changes: list[CellChange]) -> list[dict[str, str]]:
     """The axes of each cell the comparison left undecided (every cell where the machines
     differ)."""
     undecided = {c.cell for c in changes if c.status in INCONCLUSIVE}
@@ -261,26 +278,59 @@ def _undecided_axes(prepared: Prepared, changes: list[CellChange]) -> list[dict[
     return [axes[c] for c in sorted(undecided) if c in axes]
 
 
-def _decide_with(prepared: Prepared, changes: list[CellChange], alpha: float) -> str:
+def _decide_with(prepared: PreparedRuns, changes: list[CellChange]) -> str:
     """The gate command that would decide the cells this comparison left undecided."""
     undecided = {c.cell for c in changes if c.status in INCONCLUSIVE}
     if prepared.disagree:  # on differing machines every cell is undecided
         undecided = {c.cell for c in changes}
-    timed = [c for c in changes if c.change_s is not None]
-    per_cell = max((sum(c.cell == cell for c in timed) for cell in {c.cell for c in timed}),
-                   default=len(PHASE_NAMES) + 1)
-    # Rounds that could have been significant and overlapped: more of them, not the fewest.
-    rounds_now = max((min(c.n_base, c.n_new) for c in changes if c.cell in undecided
-                      and c.min_attainable_p is not None
-                      and c.min_attainable_p < alpha / c.family and not c.significant
-                      and c.status in INCONCLUSIVE), default=0)
+    rounds_now = max((min(c.n_base, c.n_new) for c in changes if c.cell in undecided),
+                     default=0)
     matrix = next((d.coldstart.matrix for d in (prepared.new_doc, prepared.base_doc)
                    if d is not None and d.coldstart.matrix), None)
     return gate_command(_release(prepared.base_doc, prepared.base, "base"),
                         _release(prepared.new_doc, prepared.new, "new"), matrix,
-                        _undecided_axes(prepared, changes),
-                        family=per_cell * max(len(undecided), 1), alpha=alpha,
-                        rounds_now=rounds_now)
+                        _undecided_axes(prepared, changes), rounds_now=rounds_now)
+
+
+def design_looks(prepared: PreparedRuns) -> tuple[dict[str, Look], int | None, str]:
+    """The last look at each cell and the cells alpha was split over, as a sequential gate
+    recorded them in both sides (``coldstart.gate.design``); none (one look of a fixed
+    design) where the sides do not both carry the same design."""
+    designs = []
+    for doc in (prepared.base_doc, prepared.new_doc):
+        gate = doc.coldstart.gate if doc is not None else None
+        designs.append(gate.get("design") if isinstance(gate, dict) else None)
+    design = designs[0]
+    if not isinstance(design, dict) or design != designs[1] \
+            or design.get("kind") != "sequential":
+        return {}, None, "fixed"
+    looks = {}
+    for cell, ns in (design.get("looks") or {}).items():
+        ns = [int(n) for n in ns]
+        if ns:
+            looks[cell] = Look(ns[-1], ns[-2] if len(ns) > 1 else 0,
+                               int(design["max_rounds"]), int(design["cells"]))
+    return looks, int(design["cells"]), "sequential"
+
+
+def unbooted_changes(prepared: PreparedRuns, seen: set[str]) -> list[CellChange]:
+    """The cells a gate chose and never booted (its budget spent, or stopped), as both its
+    sides record them (``coldstart.gate.not_booted``, ``.stopped``): "not measured", so that
+    a comparison of the sides is no pass on their behalf, as the gate's own verdict is not."""
+    why: dict[str, str] = {}
+    for doc in (prepared.base_doc, prepared.new_doc):
+        gate = doc.coldstart.gate if doc is not None else None
+        if not isinstance(gate, dict):
+            continue
+        for cell in gate.get("not_booted") or []:
+            why.setdefault(str(cell), "the gate did not boot it within its budget")
+        stopped = gate.get("stopped") if isinstance(gate.get("stopped"), dict) else {}
+        for cell in stopped.get("undecided") or []:
+            why.setdefault(str(cell), f"the gate was stopped ({stopped.get('why', '?')}) "
+                                      f"after {stopped.get('after_boots', '?')} boots")
+    return [CellChange(cell, "total", None, None, None, None, 0.0, 0, 0, None, None, False,
+                       "not measured", note) for cell, note in sorted(why.items())
+            if cell not in seen]
 
 
 def decide(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.10,
@@ -295,13 +345,15 @@ def decide(base_path: str | Path, new_path: str | Path, *, threshold: float = 0.
         raise InputError("--threshold and --noise-floor-s must be finite and >= 0, --alpha "
                          "in (0, 1)")
     prepared = prepare(str(base_path), str(new_path))
+    looks, cells, _kind = design_looks(prepared)
     changes = compare_results(prepared.base, prepared.new, threshold=threshold,
                               floor_s=noise_floor_s, alpha=alpha,
-                              checks_failed=prepared.checks_failed)
+                              checks_failed=prepared.checks_failed, looks=looks, cells=cells)
+    changes += unbooted_changes(prepared, {c.cell for c in changes})
     verdict = judge(changes, machine_differences=prepared.disagree, strict=strict,
                     allow_missing=allow_missing, accept_inconclusive=accept_inconclusive,
                     accept_machine_difference=accept_machine_difference,
-                    decide_with=_decide_with(prepared, changes, alpha),
+                    decide_with=_decide_with(prepared, changes),
                     decide_note=_decide_note(prepared, changes))
     return Comparison(prepared, changes, detail_changes(prepared.base, prepared.new), verdict)
 
@@ -343,8 +395,8 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     if unchecked:
         console.print("metadata not recorded on a side, unchecked: " + ", ".join(unchecked))
     table = Table(title_justify="left")
-    for h in ("cell", "metric", "base median s", "new median s", "change", "noise s", "n",
-              "p (Holm)", "status"):
+    for h in ("cell", "metric", "base median s", "new median s", "change", "interval s",
+              "margin s", "n", "status"):
         table.add_column(h, overflow="fold")
     shown = [c for c in changes if show_all or c.status != "no change"]
     for c in shown:
@@ -352,9 +404,7 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
         table.add_row(c.cell, c.metric,
                       "-" if c.base_median_s is None else f"{c.base_median_s:.2f}",
                       "-" if c.new_median_s is None else f"{c.new_median_s:.2f}", change,
-                      f"{c.noise_floor_s:.2f}", f"{c.n_base}/{c.n_new}",
-                      "-" if c.p_value is None or c.p_adjusted is None
-                      else f"{c.p_value:.3f} ({c.p_adjusted:.3f})",
+                      interval_text(c), f"{c.margin_s:.2f}", f"{c.n_base}/{c.n_new}",
                       c.status + (f" ({c.note})" if c.note and c.status != "no change" else ""))
     if shown:
         console.print(table)
@@ -365,7 +415,7 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     one_side = {side: sum(c.status == f"only in {side}" for c in changes)
                 for side in ("base", "new")}
     compared = len(changes) - sum(one_side.values())
-    tested = next((c.family for c in changes if c.p_adjusted is not None), 0)
+    tested = sum(c.interval_lo_s is not None for c in changes)
     both = [c for c in changes if not c.status.startswith("only in ")]
     counted = {"unchanged": sum(c.status == "no change" for c in both),
                "regressing": sum(c.status in FAILING for c in both),
@@ -374,7 +424,7 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
     # add up to the comparisons and none is mislabelled.
     rest = Counter(c.status for c in both if c.status != "no change"
                    and c.status not in FAILING and c.status not in INCONCLUSIVE)
-    console.print(f"{compared} comparisons ({tested} tested together, Holm-corrected), "
+    console.print(f"{compared} comparisons ({tested} with an interval), "
                   + ", ".join([*(f"{n} {what}" for what, n in counted.items()),
                                *(f"{n} {status}" for status, n in sorted(rest.items()))])
                   + "".join(f"; {n} cell(s) only in {side}" for side, n in one_side.items()
@@ -395,12 +445,20 @@ def compare_runs(base_path: str | Path, new_path: str | Path, *, threshold: floa
             "metadata_unchecked": unchecked,
             "vllm_version": {"base": vllm_versions(base_doc, base), "new": vllm_versions(new_doc, new)},
             "threshold": threshold, "noise_floor_s": noise_floor_s,
-            "alpha": alpha, "strict": strict, "allow_missing": allow_missing,
+            "alpha": alpha, "design": _design_record(prepared), "strict": strict, "allow_missing": allow_missing,
             "accept_machine_difference": force, "accept_inconclusive": accept_inconclusive,
-            "changes": [asdict(c) for c in changes],
+            "changes": [change_record(c) for c in changes],
             "details": [asdict(d) for d in details],
             "where_changes_went": [{"cell": k[0], "phase": k[1], "line": v}
                                    for k, v in went.items()],
             "witness_disagreements": witnesses,
             "failing": sum(c.status in FAILING for c in changes)}, indent=2) + "\n")
     return verdict.exit_code
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("analysis.compare"))

@@ -2,7 +2,7 @@
 
 One record per boot, read by ``harness.logs.read_boots`` (a log a restarted pod appended
 several boots to gives one record each, in order) and written with the suite's result
-document functions, so ``harness.document.read_results(out.json)`` reads it back like a
+document functions, so ``document.read_results(out.json)`` reads it back like a
 benchmark run. A boot that finished is a ``benchmarks`` entry; one that stops before start-up
 finished (it died, or the log was cut) is kept, as a failed boot, under
 ``coldstart.unrecorded``; so is one that finished but times none of the six phases (a total
@@ -29,10 +29,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from coldstart.errors import InputError
-from harness.document import benchmark_entry, new_document
-from harness.logs.reader import read_boots
-from harness.schema import BootResult, cell_id
+from document import benchmark_entry, new_document
+from document.boot_result import BootResult, cell_id
+from document.errors import InputError
+from harness.logs.reader import log_boots
 
 
 def _params(result: BootResult, path: Path) -> dict[str, str]:
@@ -45,11 +45,11 @@ def _params(result: BootResult, path: Path) -> dict[str, str]:
 
 
 def ingest(paths: list[Path]) -> dict:
-    """Read every log into one result document (``harness.schema.new_document``)."""
+    """Read every log into one result document (``document.boot_result.new_document``)."""
     entries = []
     unrecorded = []
     for i, path in enumerate(paths, 1):
-        boots = read_boots(path)
+        boots = log_boots(path)
         for result in boots:
             read = sum(v is not None for v in result.phases.values())
             which = (f" boot {result.evidence.boot_in_log}/{len(boots)}"
@@ -101,3 +101,11 @@ def ingest_spans(paths: list[Path], vllm_version: str | None = None,
                                     "spans": str(path)}, entries, unrecorded)
     return new_document(entries, unrecorded=unrecorded,
                         machine_info={"source": "analysis.ingest --spans"})
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("analysis.ingest"))

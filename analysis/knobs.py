@@ -5,11 +5,11 @@ A knob is an axis a matrix file varies beyond the five every cell has: an engine
 ``BootResult.axes`` hold it. For each knob and each of its values against the first value
 the run has of it (the reference), the cells that differ in that knob alone are paired
 (``compile_cache=warm page_cache=warm`` with ``VLLM_USE_AOT_COMPILE`` 1 and 0), and each pair
-is held to the same test ``analysis.compare`` gates on (``analysis.changes.compare_results``:
-the change of the median over rounds, the noise floor, a two-sided Mann-Whitney U test of the
-rounds, Holm's correction over every test of that knob value): improvement / regression where
-the test says so, possible improvement / regression where the rounds cannot, no change inside
-the noise. The effects are ranked by what they save in time to ready, on the run's own
+is held to the rule ``analysis.compare`` gates on (``analysis.changes.compare_results``: the
+interval of the change at the levels ``analysis.bounds`` states, against the margin, the
+larger of the threshold x the reference's median and the noise floor): improvement /
+regression where the interval is beyond the margin, no change where it is bounded inside it,
+possible regression or not bounded where the rounds cannot tell. The effects are ranked by what they save in time to ready, on the run's own
 machine: another machine's seconds differ. Imports no vLLM.
 """
 
@@ -20,12 +20,13 @@ from typing import Any
 
 from analysis.changes import INCONCLUSIVE, CellChange, compare_results
 from analysis.metrics import TOTAL, cell_of_boot
-from harness.document import cell_axes
-from harness.schema import PHASE_NAMES, BootResult
+from document import cell_axes
+from document.boot_result import PHASE_NAMES, BootResult
 
 __all__ = ["KnobEffect", "knob_effects", "knob_lines", "knob_rows", "machine_label"]
 
-# The verdicts that say the rounds decided: a change the test calls significant, or none.
+# The verdicts that say the rounds decided: a change confirmed beyond the margin, or one
+# bounded inside it.
 DECIDED = frozenset({"improvement", "regression", "no change"})
 
 
@@ -52,21 +53,20 @@ class KnobEffect:
 
     def line(self, machine: str | None = None) -> str:
         """``VLLM_USE_AOT_COMPILE=0 (vs 1), compile_cache=warm page_cache=warm: ready
-        -36.1 s (torch_compile -37.0 s): improvement, p 0.008 after Holm over 14 tests,
+        -36.1 s [-38.0, -34.2] (torch_compile -37.0 s): improvement against a margin of 6.2 s,
         5 vs 5 rounds; on this machine``."""
         t = self.total
         moved = sorted((c for c in self.phases.values() if c.change_s is not None
                         and c.status != "no change"), key=lambda c: -abs(c.change_s or 0))
         parts = ", ".join(f"{c.metric} {c.change_s:+.1f} s" for c in moved[:3])
-        p = ("no test (one round on a side)" if t.p_value is None else
-             f"p {t.p_adjusted if t.p_adjusted is not None else t.p_value:.3g}"
-             + (f" after Holm over {t.family} tests" if t.family > 1 else ""))
+        interval = ("" if t.interval_lo_s is None or t.interval_hi_s is None else
+                    f" [{t.interval_lo_s:+.1f}, {t.interval_hi_s:+.1f}]")
         where = f"on {machine}" if machine else "on this run's machine"
-        note = f" ({t.note})" if t.note and t.p_value is not None and \
-            t.status not in DECIDED else ""
+        note = f" ({t.note})" if t.note and t.status not in DECIDED else ""
         return (f"{self.knob}={self.value} (vs {self.reference}), {self.context}: ready "
-                f"{t.change_s:+.1f} s" + (f" ({parts})" if parts else "")
-                + f": {t.status}, {p}, {t.n_base} vs {t.n_new} rounds{note}; {where}")
+                f"{t.change_s:+.1f} s{interval}" + (f" ({parts})" if parts else "")
+                + f": {t.status} against a margin of {t.margin_s:.1f} s, "
+                f"{t.n_base} vs {t.n_new} rounds{note}; {where}")
 
 
 def _knobs(boots: list[BootResult]) -> dict[str, list[Any]]:
@@ -139,6 +139,9 @@ def knob_rows(effects: list[KnobEffect]) -> list[dict[str, Any]]:
             "cells": e.context, "ready_change_s": t.change_s, "saves_s": e.saves_s,
             "verdict": t.status, "decided": t.status in DECIDED,
             "inconclusive": t.status in INCONCLUSIVE or t.status.startswith("possible"),
+            "interval_s": (None if t.interval_lo_s is None else
+                           [t.interval_lo_s, t.interval_hi_s]),
+            "margin_s": t.margin_s, "alpha_lo": t.alpha_lo, "alpha_hi": t.alpha_hi,
             "p_value": t.p_value, "p_adjusted": t.p_adjusted, "family": t.family,
             "rounds": [t.n_base, t.n_new], "note": t.note,
             "phases_s": {m: {"change_s": c.change_s, "verdict": c.status}

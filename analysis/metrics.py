@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from harness.document import CELL_AXES, cell_axes
-from harness.schema import BootResult, cell_id
+from document import CELL_AXES, cell_axes
+from document.boot_result import BootResult, cell_id
 
 __all__ = ["CELL_FIELDS", "NO_SUBPHASE", "OVERLAPPING_SUBPHASES", "OVERLAP_TOLERANCE_S",
            "RESIDUAL", "TOTAL", "cell_of_boot", "median_of_rounds",
@@ -27,7 +27,7 @@ NO_SUBPHASE = "in no sub-phase"
 # leaves its cell without a remainder.
 OVERLAPPING_SUBPHASES = frozenset({"framework_bootstrap"})
 OVERLAP_TOLERANCE_S = 0.005
-# A cell is named as its run's test id names it (harness.document.CELL_AXES), so that what
+# A cell is named as its run's test id names it (document.CELL_AXES), so that what
 # compare prints is what check, pytest and the run page print. The platform is no part of
 # it: a document holds each cell once, and the two sides' platforms are checked with the
 # machine (analysis.compare).
@@ -35,7 +35,7 @@ CELL_FIELDS = CELL_AXES
 
 
 def cell_of_boot(b: BootResult) -> str:
-    """The cell a boot is of: its run's cell id (``harness.document.cell_axes``)."""
+    """The cell a boot is of: its run's cell id (``document.cell_axes``)."""
     return cell_id(cell_axes(b))
 
 

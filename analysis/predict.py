@@ -33,8 +33,8 @@ from analysis.features.model_features import ModelFeatures, feature_value, trait
 from analysis.predictor_file import PredictorFile, PredictorGroup
 from analysis.regression import Prediction, combine_predictions
 from analysis.storage import uses_load_bandwidth, with_load_bandwidth
-from coldstart.errors import InputError
-from harness.schema import validation_summary
+from document.boot_result import validation_summary
+from document.errors import InputError
 
 __all__ = ["predict_features", "split_phases", "choose_group",
            "domain_warnings", "apply_overrides", "prediction_json", "storage_span"]
@@ -206,3 +206,11 @@ def prediction_json(features: ModelFeatures, group: PredictorGroup, parts: dict[
         "features": features.model_dump(mode="json"),
         "estimated_features": features.estimated,
     }
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("analysis.predict"))

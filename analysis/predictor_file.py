@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from analysis.features.model_features import ModelFeatures, feature_parts
 from analysis.regression import PhaseModel
-from harness.schema import SchemaError, read_json, validation_summary
+from document.boot_result import SchemaError, read_json, validation_summary
 
 __all__ = ["LoadBandwidth", "PredictorFile", "PredictorGroup", "SUPPORTED_PREDICTOR_VERSIONS",
            "SUPPORTED_PREDICTOR_VERSION", "load_predictor", "predictor_json", "write_predictor"]
@@ -80,7 +80,7 @@ class PredictorFile(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     predictor_schema_version: int
-    result_schema_version: int | None = None  # harness.schema.SCHEMA_VERSION of the inputs
+    result_schema_version: int | None = None  # document.boot_result.SCHEMA_VERSION of the inputs
     created: str | None = None
     inputs: list[str] = Field(default_factory=list)
     # The machine the seconds were measured on (analysis.dataset.machine_identity): the

@@ -41,10 +41,10 @@ from typing import Any, NamedTuple
 
 from analysis.features.model_features import ModelFeatures
 from analysis.features.study_models import study_entry_features
-from coldstart.errors import FeatureError
-from harness.document import benchmark_entry, new_document
+from document import benchmark_entry, new_document
+from document.boot_result import PHASE_NAMES, SUBPHASE_NAMES, BootResult, SchemaError
+from document.errors import FeatureError
 from harness.logs.reader import read_log
-from harness.schema import PHASE_NAMES, SUBPHASE_NAMES, BootResult, SchemaError
 from harness.study_columns import STUDY_PHASE_MAP, load_comparison
 
 __all__ = ["STUDY_HOLDOUT", "STUDY_PHASE_COLUMNS", "STUDY_REPORTED", "STUDY_NODES", "StudyData",
@@ -341,3 +341,11 @@ def study_document(study: StudyData) -> dict[str, Any]:
                "system": m["system"], "machine": m["machine"], "gpu": m["gpu"],
                "source": str(study.source)}
     return new_document(entries, machine_info=machine)
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("analysis.study"))

@@ -6,9 +6,9 @@ did, and how fast the weights came in against what the storage gives.
 
 from __future__ import annotations
 
-from harness.document import CELL_AXES
-from harness.evidence import WeightsFacts
-from harness.schema import PHASE_NAMES, BootResult
+from document import CELL_AXES
+from document.boot_result import PHASE_NAMES, BootResult
+from document.evidence import WeightsFacts
 
 SHORT = {"framework_bootstrap": "bootstrap", "tokenizer_init": "tokenizer",
          "model_loading": "loading", "torch_compile": "compile",
@@ -36,3 +36,11 @@ def rows(results: list[BootResult]) -> tuple[list[str], list[list[str]]]:
                     r.compile_cache_observed or "-", num(w.load_gbps),
                     num(w.fraction_of_floor, "{:.0%}"), num(w.storage_read_bytes, "{:,}")])
     return headers, out
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("analysis.table"))

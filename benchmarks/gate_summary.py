@@ -4,7 +4,8 @@ Reads ``compare.json`` (``coldstart compare --json``, or the one ``coldstart gat
 its folder) and writes GitHub-flavoured markdown, fit for ``$GITHUB_STEP_SUMMARY``: a heading
 with the verdict and the releases, the reasons, the command that would decide an inconclusive
 gate, the machines side by side where their checked metadata differ, and a table of every
-comparison that is not "no change". Each verdict has its exit code (pass 0, regression 1,
+comparison that is not "no change", each with its interval, its margin and a mark of the
+one against the other (``interval_mark``). Each verdict has its exit code (pass 0, regression 1,
 inconclusive 3: ``VERDICTS``). A comparison written before compare gave a verdict is read as
 inconclusive, never as a pass: only compare decides a pass.
 """
@@ -16,12 +17,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from coldstart.errors import InputError
+from analysis.verdict import EXIT_CODES
+from analysis.verdict import exit_code as verdict_exit_code
+from document.errors import InputError
 
-VERDICTS = {"pass": 0, "regression": 1, "inconclusive": 3}
+# the three verdicts and what each exits with: analysis.verdict's, the one rule
+VERDICTS = EXIT_CODES
 # The statuses that are no news: everything else is a row, these rows last. "no change" is
 # left out of the table altogether.
-FINE = frozenset({"no change", "improvement", "possible improvement", "fixed in new"})
+FINE = frozenset({"no change", "improvement", "within noise", "fixed in new"})
 # What fails the gate outright (analysis.changes.FAILING): these rows first.
 FAILING = frozenset({"regression", "failed in new", "failures grew"})
 # A job summary is at most 1 MiB; a full matrix gone wrong would have thousands of rows.
@@ -46,7 +50,7 @@ def _code_block(command: str) -> list[str]:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class StatedVerdict:
     """compare.json's ``verdict`` object, read defensively."""
 
     verdict: str
@@ -58,11 +62,10 @@ class Verdict:
 
     @property
     def exit_code(self) -> int:
-        # inconclusive and accepted by a flag of compare (--accept-inconclusive): what the
-        # user chose, said in the summary, exits 0
-        if self.verdict == "inconclusive" and self.accepted and not self.reasons:
-            return 0
-        return VERDICTS[self.verdict]
+        # inconclusive with nothing left undecided, every reason accepted by a flag of
+        # compare (--accept-inconclusive): compare's own rule
+        return verdict_exit_code(self.verdict,
+                                 accepted_inconclusive=bool(self.accepted) and not self.reasons)
 
 
 def _lines(value: object) -> tuple[str, ...]:
@@ -70,7 +73,7 @@ def _lines(value: object) -> tuple[str, ...]:
     return tuple(" ".join(str(i).split()) for i in items if i is not None and str(i).strip())
 
 
-def read_verdict(doc: dict) -> Verdict:
+def read_verdict(doc: dict) -> StatedVerdict:
     """The verdict compare.json states. No verdict (a compare from before verdicts), a name
     that is none of the three, or an exit code that disagrees with the name: inconclusive,
     with the reason, never a pass."""
@@ -79,7 +82,7 @@ def read_verdict(doc: dict) -> Verdict:
         failing = doc.get("failing")
         counted = f"; it counts {failing} failing comparison(s)" \
             if isinstance(failing, int) and not isinstance(failing, bool) else ""
-        return Verdict("inconclusive", (
+        return StatedVerdict("inconclusive", (
             "compare.json has no verdict (written by a compare from before verdicts): read "
             f"as inconclusive, never as a pass{counted}",))
     reasons = list(_lines(raw.get("reasons")))
@@ -90,15 +93,16 @@ def read_verdict(doc: dict) -> Verdict:
     if name not in VERDICTS:
         reasons.insert(0, f"compare.json's verdict {name!r} is none of "
                           f"{', '.join(VERDICTS)}: read as inconclusive")
-        return Verdict("inconclusive", tuple(reasons), decide, accepted, rule)
+        return StatedVerdict("inconclusive", tuple(reasons), decide, accepted, rule)
     code = raw.get("exit_code")
-    accepted_inconclusive = name == "inconclusive" and code == 0 and accepted and not reasons
-    if code is not None and code != VERDICTS[name] and not accepted_inconclusive:
+    accepted_inconclusive = bool(accepted) and not reasons
+    if code is not None and code != verdict_exit_code(
+            name, accepted_inconclusive=accepted_inconclusive):
         reasons.insert(0, f"compare.json's exit_code {code!r} disagrees with its verdict "
                           f"{name!r}: read as inconclusive")
         name = "inconclusive"
     note = raw.get("decide_note")
-    return Verdict(name, tuple(reasons), decide, accepted, rule,
+    return StatedVerdict(name, tuple(reasons), decide, accepted, rule,
                    " ".join(str(note).split()) if note else None)
 
 
@@ -113,9 +117,39 @@ def _seconds(value: object) -> str:
     return "–" if x is None else f"{x:.2f}"
 
 
-def _p(value: object) -> str:
-    x = _number(value)
-    return "–" if x is None else f"{x:.3g}"
+def _interval(entry: dict) -> str:
+    lo, hi = _number(entry.get("interval_lo_s")), _number(entry.get("interval_hi_s"))
+    return "–" if lo is None or hi is None else f"[{lo:+.2f}, {hi:+.2f}]"
+
+
+# The strip a mark is drawn on: -2 to +2 margins, the margin's own places marked.
+STRIP = 21
+MARGIN_MARK = "¦"
+
+
+def interval_mark(entry: dict) -> str:
+    """The interval of a change against its margin as one line of text, for a table
+    without pictures: ``¦`` is the margin (+1 and -1 margins; a ``|`` would split the
+    markdown table's column, inside a code span too), ``[===]`` the interval from -2 to +2
+    margins (``<``/``>`` where it runs past), ``o`` the estimate: a pass needs a total's
+    ``]`` left of the right-hand ``¦``; a ``[`` right of it is a regression."""
+    lo, hi = _number(entry.get("interval_lo_s")), _number(entry.get("interval_hi_s"))
+    margin, est = _number(entry.get("margin_s")), _number(entry.get("estimate_s"))
+    if lo is None or hi is None or not margin:
+        return "–"
+
+    def at(x: float) -> int:
+        return min(STRIP - 1, max(0, round((x / margin + 2) / 4 * (STRIP - 1))))
+
+    cells = ["."] * STRIP
+    for i in range(at(lo), at(hi) + 1):
+        cells[i] = "="
+    cells[at(-margin)] = cells[at(margin)] = MARGIN_MARK
+    cells[at(lo)] = "<" if lo / margin < -2 else "["
+    cells[at(hi)] = ">" if hi / margin > 2 else "]"
+    if est is not None and abs(est / margin) <= 2:  # off the strip: its arrow says it
+        cells[at(est)] = "o"
+    return "`" + "".join(cells) + "`"
 
 
 def _change(entry: dict) -> str:
@@ -162,22 +196,23 @@ def _change_rows(doc: dict) -> list[str]:
     head = f"### Comparisons that are not \"no change\" ({len(shown)} of {len(entries)})"
     if not shown:
         return [head, "", "None: every cell and metric compared unchanged.", ""]
-    rows = [head, "", "| cell | metric | base s | new s | change | p | adjusted p | status |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    rows = [head, "", "| cell | metric | base s | new s | change | interval s | margin s | "
+            "interval against the margin | status |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: | :---: | --- |"]
     for c in shown[:MAX_ROWS]:
         status = str(c.get("status", "?"))
         note = " ".join(str(c.get("note") or "").split())
         said = status if not note else f"{status}: {note[:160]}"
         rows.append(f"| {md(c.get('cell', '?'))} | {md(c.get('metric', '?'))} | "
                     f"{_seconds(c.get('base_median_s'))} | {_seconds(c.get('new_median_s'))} | "
-                    f"{_change(c)} | {_p(c.get('p_value'))} | {_p(c.get('p_adjusted'))} | "
-                    f"{md(said)} |")
+                    f"{_change(c)} | {_interval(c)} | {_seconds(c.get('margin_s'))} | "
+                    f"{interval_mark(c)} | {md(said)} |")
     if len(shown) > MAX_ROWS:
         rows += ["", f"{len(shown) - MAX_ROWS} more in compare.json."]
     return [*rows, ""]
 
 
-def summary(doc: dict, source: str | None = None) -> tuple[str, Verdict]:
+def summary(doc: dict, source: str | None = None) -> tuple[str, StatedVerdict]:
     """The markdown of compare.json's document ``doc``, and the verdict it states."""
     verdict = read_verdict(doc)
     labels = side_labels(doc)
@@ -202,7 +237,7 @@ def summary(doc: dict, source: str | None = None) -> tuple[str, Verdict]:
 
 def read_comparison(path: Path) -> tuple[dict, Path]:
     """compare.json's document from ``path``, the file or a gate's folder holding it."""
-    from harness.schema import read_json
+    from document.boot_result import read_json
 
     if path.is_dir():
         folder, path = path, path / "compare.json"
@@ -214,3 +249,11 @@ def read_comparison(path: Path) -> tuple[dict, Path]:
         raise InputError(f"{path}: not a comparison (analysis.compare --json's document: "
                          "no 'changes' list)")
     return doc, path
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("benchmarks.gate_summary"))

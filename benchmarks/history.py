@@ -2,14 +2,15 @@
 
 The study's Figure 1. Every release gets its environment (``benchmarks._envs``)
 and the same cells, interleaved across the releases round by round (round 1 oldest to
-newest, round 2 newest to oldest, ...; ``benchmarks._rounds``), so the machine's drift is
+newest, round 2 newest to oldest, ...; ``benchmarks.interleave``), so the machine's drift is
 spread over all of them. Writes ``DIR/<release>.json`` per release (the documents the gate
 writes), ``DIR/history.json`` (every step between neighbouring releases, as
 ``analysis.compare`` judges it) and ``DIR/history.png``: one panel per phase and the total,
 the median of each release with its rounds as dots, every step marked with compare's
-verdict (a filled triangle: regression / improvement, p < alpha; an open one: beyond the
-threshold and the noise but not significant with these rounds). ``write_history`` prints
-the steps compare calls significant.
+verdict (a filled triangle: regression / improvement, the interval of the change past the
+margin; an open one: a possible regression, its estimate past the margin and its interval
+not; an open circle: a total not bounded). ``write_history`` prints the steps compare
+confirms.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 from packaging.version import Version
 
 from benchmarks._envs import Release
-from benchmarks._rounds import (
+from benchmarks.interleave import (
     SlotRunner,
     interleaved,
     merge_side,
@@ -32,10 +33,10 @@ from benchmarks._rounds import (
     release_file,
     run_slots,
 )
-from benchmarks.matrix.plan import Cell, selection_digest
-from coldstart.errors import UserError
-from harness.document import RunDocument, read_cells, write_run
-from harness.schema import PHASE_NAMES, BootResult, SchemaError
+from benchmarks.matrix.cells import Cell, selection_digest
+from document import RunDocument, read_cells, write_run
+from document.boot_result import PHASE_NAMES, BootResult, SchemaError
+from document.errors import UserError
 
 TOTAL = "total"
 # compare's statuses as the plot marks them: (marker, filled, colour)
@@ -43,7 +44,7 @@ MARKS: dict[str, tuple[str, bool, str]] = {
     "regression": ("^", True, "tab:red"),
     "improvement": ("v", True, "tab:green"),
     "possible regression": ("^", False, "tab:red"),
-    "possible improvement": ("v", False, "tab:green"),
+    "not bounded": ("o", False, "tab:orange"),
 }
 
 
@@ -205,7 +206,8 @@ def plot_history(runs: list[tuple[str, list[BootResult]]], steps: list[Step], pn
 
 
 def describe(steps: list[Step]) -> list[str]:
-    """One line per change compare does not call "no change", significant ones first."""
+    """One line per change compare does not call "no change", confirmed ones first, each
+    with its interval where it has one."""
     lines = []
     for step in steps:
         for c in sorted(step.changes, key=lambda c: (c.status not in ("regression",
@@ -214,7 +216,8 @@ def describe(steps: list[Step]) -> list[str]:
                 continue
             change = "" if c.change_s is None else \
                 f" {c.change_s:+.2f} s ({100 * c.change_rel:+.0f} %)" + \
-                ("" if c.p_value is None else f", p={c.p_value:.3f}")
+                ("" if c.interval_lo_s is None else
+                 f" [{c.interval_lo_s:+.2f}, {c.interval_hi_s:+.2f}] against +-{c.margin_s:.2f}")
             lines.append(f"{step.base} -> {step.new}  {c.cell}  {c.metric}{change}: {c.status}")
     return lines
 
@@ -236,13 +239,14 @@ def write_history(paths: list[Path], out_dir: Path, png: Path | None, *, title: 
     significant = [line for line in describe(steps) if line.endswith(("regression",
                                                                       "improvement"))
                    and "possible" not in line]
-    print("steps compare calls significant:" if significant else
-          "no step compare calls significant (p < 0.05 needs 4 rounds a side)")
+    print("steps compare confirms beyond their margin:" if significant else
+          "no step compare confirms beyond its margin (its interval, at the family's level, "
+          "entirely past it)")
     for line in significant:
         print(f"  {line}")
     others = [line for line in describe(steps) if line not in significant]
     if others:
-        print("other steps beyond threshold and noise:")
+        print("other steps compare did not call \"no change\":")
         for line in others:
             print(f"  {line}")
     return steps
@@ -278,3 +282,11 @@ def run_history(plan: HistoryPlan, releases: list[Release], runner: SlotRunner, 
         except SchemaError as exc:  # a release none of whose rounds ran
             progress(f"no plot: {exc}")
     return 130 if stopped else 0
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("benchmarks.history"))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from coldstart.errors import InputError, unreadable
+from document.errors import InputError, unreadable
 
 PYPI_JSON = "https://pypi.org/pypi/{package}/json"
 
@@ -173,3 +173,11 @@ def fetch_index(package: str, timeout_s: float = 30.0) -> dict:
         raise InputError(f"{url}: {getattr(exc, 'reason', exc)}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{url}: not JSON ({exc})") from None
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("benchmarks.release_pick"))

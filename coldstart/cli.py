@@ -17,10 +17,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from coldstart.errors import USER_ERRORS, InputError, UsageError
+from document.errors import USER_ERRORS, InputError, UsageError
 
 __all__ = ["ArgumentParser", "error_line", "report_error", "run_cli", "closed_output",
-           "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "progress_name", "run_program", "check_output",
+           "CLOSED_OUTPUT_EXIT", "parser_for", "parse_and_run", "progress_name", "run_program",
+           "run_script", "check_output",
            ]
 
 
@@ -133,3 +134,52 @@ def run_program(module: str, add_arguments: Callable[[argparse.ArgumentParser], 
     parser = parser_for(module, add_arguments)
     parser.set_defaults(program=module)
     return run_cli(module, lambda a: parse_and_run(parser, run, a), argv)
+
+
+# The program forms earlier docs and CI scripts used, ``python -m MODULE``, and the verb each
+# runs now (as ``python -m analysis.fit`` runs ``coldstart fit``): a module whose program
+# moved into the front door runs that verb with the same arguments, never exits 0 with
+# nothing done (a CI step written against it would pass every release). ``analysis`` alone
+# was never one program: it names the front door and exits 2.
+MOVED_PROGRAMS = {
+    "analysis": None, "harness": "boot", "harness.trace": "trace",
+    "analysis.features": "features", "analysis.report": "report", "analysis.predict": "predict",
+    "analysis.compare": "compare", "analysis.merge": "merge", "analysis.predictors": "predictors",
+    "analysis.ingest": "ingest", "analysis.study": "study", "analysis.table": "table",
+    "benchmarks.check": "check", "benchmarks.history": "history", "benchmarks.gate": "gate",
+    "benchmarks.overhead": "overhead", "benchmarks.release_pick": "release-pick",
+    "benchmarks.gate_summary": "gate-summary", "benchmarks.calibrate": "calibrate",
+    "benchmarks._envs": "envs",
+}
+
+
+def run_script(prog: str, verb: str, argv: list[str] | None = None) -> int:
+    """A script run by its path (``python deploy/shard.py``, the form a Kubernetes manifest
+    names): ``verb``'s program, its usage and error lines named ``prog``."""
+    from importlib import import_module
+
+    from coldstart import VERBS
+
+    command = import_module(VERBS[verb][0])
+    parser = ArgumentParser(prog=prog)
+    command.add_arguments(parser)
+    parser.set_defaults(program=prog)
+    return run_cli(prog, lambda a: parse_and_run(parser, command.run, a), argv)
+
+
+def run_old_form(module: str) -> int:
+    """``python -m module``: run the verb its program is now, under the form's own name, or
+    (a module that was never one program) say in one line what to run: exit code 2."""
+    import sys
+
+    verb = MOVED_PROGRAMS.get(module)
+    if verb is None:
+        print(f"python -m {module}: error: no program of its own: run coldstart VERB "
+              "(coldstart --help lists them)", file=sys.stderr)
+        return 2
+    from importlib import import_module
+
+    from coldstart import VERBS
+
+    command = import_module(VERBS[verb][0])
+    return run_program(module, command.add_arguments, command.run)

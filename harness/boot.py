@@ -21,6 +21,8 @@ import uuid
 from pathlib import Path
 from typing import Callable
 
+from document.boot_result import BootResult
+from document.evidence import BootSettings, Evidence, PageCacheFacts, Priming
 from harness import pagecache
 from harness.compile_cache import (
     aot_cache_keys,
@@ -31,12 +33,10 @@ from harness.compile_cache import (
     relocate_cache,
     relocated_root,
 )
-from harness.evidence import Evidence, PageCacheFacts, Priming, Settings
 from harness.interpret import boot_identity
 from harness.launch import launch_boot
 from harness.registry import shims_for, wrap_targets_for
-from harness.schema import BootResult
-from harness.spec import BootSpec, Prepared, installed_vllm_version
+from harness.spec import BootSpec, PreparedBoot, installed_vllm_version
 
 __all__ = ["PROBE_DIR", "discard_work_dir", "prepare_boot", "run_boot"]
 
@@ -44,7 +44,7 @@ PROBE_DIR = Path(__file__).parent / "probe"
 
 
 def prepare_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = None,
-                 prime_if_needed: bool = True) -> Prepared | BootResult:
+                 prime_if_needed: bool = True) -> PreparedBoot | BootResult:
     """The untimed part: check the spec, prime/clear the compile cache, set the page cache.
 
     Returns a skipped BootResult when the requested page-cache state cannot be reached.
@@ -61,7 +61,7 @@ def prepare_boot(spec: BootSpec, *, progress: Callable[[str], None] | None = Non
 
 
 def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | None,
-                prime_if_needed: bool) -> Prepared | BootResult:
+                prime_if_needed: bool) -> PreparedBoot | BootResult:
     say = progress or (lambda _msg: None)
     work.mkdir(parents=True, exist_ok=True)
     evidence = Evidence(work_dir=str(work))
@@ -88,7 +88,7 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
         evidence.aot_cache_keys_before = aot_cache_keys(relocated_root(work))
 
     env = spec.boot_env()
-    evidence.settings = Settings.model_validate(spec.settings_used())
+    evidence.settings = BootSettings.model_validate(spec.settings_used())
     env.update(compile_cache_dirs(spec, work))
     if spec.compile_cache == "cold":
         shutil.rmtree(work / "compile-cache", ignore_errors=True)
@@ -128,7 +128,7 @@ def _prepare_in(spec: BootSpec, work: Path, progress: Callable[[str], None] | No
     except pagecache.PageCacheError as exc:
         return BootResult(state="skipped", skip_reason=str(exc), **boot_identity(spec, version),
                           evidence=evidence)
-    return Prepared(spec, work, env, evidence, version, events_path, log_path,
+    return PreparedBoot(spec, work, env, evidence, version, events_path, log_path,
                     child_result_path)
 
 

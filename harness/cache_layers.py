@@ -17,7 +17,7 @@ Each is a :class:`LayerObservation` (hit / miss / partial / load_failure / not_a
 unknown, with the evidence it rests on); :func:`summarise` makes ``compile_cache_observed`` of
 them without hiding a layer that hit. Read from a BootResult's events (the probes' marks and
 vLLM's log records) or from a log's lines (``observe_lines``). Imports no vLLM; the
-records are ``harness.evidence``'s.
+records are ``document.evidence``'s.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from harness.evidence import (  # the records live with the rest of a boot's Evidence
+from document.evidence import (  # the records live with the rest of a boot's Evidence
     LAYERS,
     CacheLayers,
     LayerObservation,

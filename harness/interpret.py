@@ -16,20 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import processes
-from harness.cache_layers import observe_events, relocated
-from harness.compile_cache import aot_cache_keys, builder_facts
-from harness.evidence import Answer, CacheLayers, Evidence, Relocation, WeightsFacts
-from harness.registry import shims_for
-from harness.schema import (
+from document.boot_result import (
     FAILED_BEFORE,
     NOT_APPLICABLE_PREFIX,
     UNFINISHED_PREFIX,
     BootResult,
     ProcessDeath,
 )
-from harness.secrets import redact_named, scrub_file, secret_values
-from harness.spec import BootSpec, Prepared
+from document.evidence import Answer, CacheLayers, Evidence, Relocation, WeightsFacts
+from document.secrets import redact_named, scrub_file, secret_values
+from harness import processes
+from harness.cache_layers import observe_events, relocated
+from harness.compile_cache import aot_cache_keys, builder_facts
+from harness.registry import shims_for
+from harness.spec import BootSpec, PreparedBoot
 from harness.timeline import PhaseCut, Timeline, cut_phases, timeline_events, total_s
 
 LOG_TAIL_LINES = 60
@@ -49,7 +49,7 @@ class ProcessOutcome:
     escaped: list[int]
 
 
-def interpret_boot(prepared: Prepared, seen: ProcessOutcome) -> BootResult:
+def interpret_boot(prepared: PreparedBoot, seen: ProcessOutcome) -> BootResult:
     """The BootResult of a boot whose processes are gone; also written as result.json."""
     spec, evidence, version = prepared.spec, prepared.evidence, prepared.version
     # Everything below is read from the boot's files, and a failed boot's folder is kept (CI
@@ -132,7 +132,7 @@ def _record_process_end(evidence: Evidence, seen: ProcessOutcome) -> None:
         evidence.escaped_process_group = seen.escaped
 
 
-def _timeline(prepared: Prepared, seen: ProcessOutcome, child: dict[str, Any]
+def _timeline(prepared: PreparedBoot, seen: ProcessOutcome, child: dict[str, Any]
               ) -> tuple[Timeline, int | None, bool, list[dict[str, Any]]]:
     """(timeline, the ready instant, measured or not, the deaths before the harness's kill)."""
     # A boot that was killed ran until the kill: calls still open end there, not at the last
@@ -156,7 +156,7 @@ def _timeline(prepared: Prepared, seen: ProcessOutcome, child: dict[str, Any]
     return tl, ready, measured, died
 
 
-def _failure(prepared: Prepared, seen: ProcessOutcome, child: dict[str, Any],
+def _failure(prepared: PreparedBoot, seen: ProcessOutcome, child: dict[str, Any],
              ready: int | None) -> str | None:
     """The error line of a boot that was not measured (before any process death leads it)."""
     log_path = prepared.log_path
@@ -200,7 +200,7 @@ def _cut(tl: Timeline, seen: ProcessOutcome, ready: int | None, measured: bool, 
     return cut
 
 
-def _record_evidence(prepared: Prepared, child: dict[str, Any], tl: Timeline, cut: PhaseCut,
+def _record_evidence(prepared: PreparedBoot, child: dict[str, Any], tl: Timeline, cut: PhaseCut,
                      scan: Any, engine_kwargs: dict[str, Any], compile_enabled: bool) -> None:
     spec, evidence = prepared.spec, prepared.evidence
     if scan is not None and scan.facts.get("compile_cache_load_failure"):
@@ -284,7 +284,7 @@ def error_naming_deaths(error: str | None, deaths: list[ProcessDeath]) -> str | 
     return f"{killed.describe()}; then: {error}" if error else killed.describe()
 
 
-def _cache_layers(prepared: Prepared, events: list[dict[str, Any]], platform: str | None,
+def _cache_layers(prepared: PreparedBoot, events: list[dict[str, Any]], platform: str | None,
                   compiled: bool) -> CacheLayers:
     """Each cache layer of the boot on its own (harness.cache_layers); a relocated boot's
     held against what the boot that built its cache recorded."""

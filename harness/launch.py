@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from document.boot_result import PHASE_NAMES, BootResult
 from harness import processes
 from harness.interpret import ProcessOutcome, interpret_boot
-from harness.schema import PHASE_NAMES, BootResult
-from harness.spec import Prepared
+from harness.spec import PreparedBoot
 
 CHILD_SCRIPT = Path(__file__).parent / "_child.py"
 # Held while the child starts and while its group is killed (SIGINT too: a second Ctrl-C).
@@ -37,7 +37,7 @@ def interrupt_boot_on_end_signals():
     return processes.end_signals_raise(lambda name: BootInterrupted(f"{name} during a boot"))
 
 
-def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = None
+def launch_boot(prepared: PreparedBoot, *, progress: Callable[[str], None] | None = None
                 ) -> BootResult:
     """The measured part: one boot in a fresh process group, cut into phases.
 
@@ -57,7 +57,7 @@ def launch_boot(prepared: Prepared, *, progress: Callable[[str], None] | None = 
         return attach(interpret_boot(prepared, _run_child(prepared, say)))
 
 
-def _run_child(prepared: Prepared, say: Callable[[str], None]) -> ProcessOutcome:
+def _run_child(prepared: PreparedBoot, say: Callable[[str], None]) -> ProcessOutcome:
     """Start the child, wait for it (telling the phases), kill its group: what was seen."""
     spec, work, env, events_path = prepared.spec, prepared.work, prepared.env, prepared.events_path
     with open(prepared.log_path, "wb") as log, interrupt_boot_on_end_signals():

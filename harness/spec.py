@@ -3,7 +3,7 @@
 A spec names the model, the matrix axes and the caller's engine arguments and variables; it
 derives what the boot really gets (the harness's defaults, the exported environment, the
 caller's settings, each recorded with where it came from) and the key under which boots can
-share a warm compile cache. ``Prepared`` is a spec whose untimed state is set.
+share a warm compile cache. ``PreparedBoot`` is a spec whose untimed state is set.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from document.boot_result import COMPILE_CACHE_MODES, ENTRYPOINTS, HUB_ID, LOADERS, PAGE_CACHE_MODES
+from document.evidence import Evidence
+from document.secrets import REDACTED, is_secret_name
 from harness import pagecache
-from harness.evidence import Evidence
-from harness.schema import COMPILE_CACHE_MODES, ENTRYPOINTS, HUB_ID, LOADERS, PAGE_CACHE_MODES
-from harness.secrets import REDACTED, is_secret_name
 
 DEFAULT_QUESTION = "What is the capital of France?"
 
@@ -50,7 +50,7 @@ _CACHE_LOCATION_VARS = {"VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CA
 
 
 @dataclass
-class Prepared:
+class PreparedBoot:
     """A boot whose untimed state is set: what :func:`harness.launch.launch_boot` needs."""
 
     spec: "BootSpec"
@@ -180,7 +180,7 @@ class BootSpec(BaseModel):
         """Every engine argument and start-up variable the boot is given, with where it came
         from: ``default`` (the harness's), ``environment`` (exported), ``axis`` (the cell's
         loader / compile cache), or the caller's (``matrix``, ``matrix model``, ...). A
-        secret-named one (``harness.secrets.is_secret_name``: HF_TOKEN, VLLM_API_KEY,
+        secret-named one (``document.secrets.is_secret_name``: HF_TOKEN, VLLM_API_KEY,
         api_key, ...) is recorded as present and ``redacted``, never its value."""
         environ = dict(os.environ if environ is None else environ)
         defaults, given = self.default_engine_kwargs(), self.engine_kwargs

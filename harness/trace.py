@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.document import read_boots
-from harness.schema import (
+from document import read_boots
+from document.boot_result import (
     PHASE_NAMES,
     BootResult,
     SchemaError,
@@ -215,7 +215,7 @@ def _span_track(result: BootResult) -> Track | None:
         return None
     if launch is None:  # read from an exported trace: no launch seen, the first span is 0
         launch = min(s.start_ns for s in spans)
-    from harness.spans.phases import span_map_for
+    from document.span_phases import span_map_for
 
     mapping = span_map_for(result.vllm_version)[1]
     track = Track(SPANS_PID, SPANS_TRACK, (min(s.start_ns for s in spans) - launch) / 1e9)
@@ -292,3 +292,11 @@ def find_boot(path: str | Path, cell: str | None = None) -> tuple[str, BootResul
     if chosen is None:
         raise SchemaError(f"{path}: no cell {cell!r}; cells: {', '.join(sorted(cells))}")
     return cell, chosen
+
+
+if __name__ == "__main__":  # the form earlier docs used: runs its verb (coldstart.cli.run_old_form)
+    import sys
+
+    from coldstart.cli import run_old_form
+
+    sys.exit(run_old_form("harness.trace"))

@@ -3,7 +3,7 @@
     python scripts/heldout_check.py FOLDER [--manifest FILE] [--json OUT]
 
 FOLDER holds the logs and, unless --manifest names another, ``manifest.json`` in the form of
-``tests/data/logs/public/manifest.json`` (``harness.logs.check`` says what is compared). One
+``tests/data/logs/public/manifest.json`` (``harness.logs.transcripts`` says what is compared). One
 line per printed duration that the reader missed, one per fact that disagrees, then the
 score. Exit 0 where every printed duration is reproduced, 1 where one is not, 2 for a folder
 or manifest that cannot be read.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harness.logs.check import check_manifest, fact_agrees  # noqa: E402
+from harness.logs.transcripts import check_manifest, fact_agrees  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

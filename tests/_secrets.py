@@ -15,7 +15,7 @@ file that cannot be read is reported too: what was not looked at is not clean. T
 never shows a value, only which one (by its place in ``values``) and where, so an assertion
 message does not leak it in turn.
 
-Use values of at least ``harness.secrets.MIN_SCRUBBED_LENGTH`` characters (6): a shorter
+Use values of at least ``document.secrets.MIN_SCRUBBED_LENGTH`` characters (6): a shorter
 one is redacted where it is recorded as a setting but not cut out of text. Values that would
 occur by chance (a word, a number, a path) make every check fail: make them unique, long
 random-looking strings.

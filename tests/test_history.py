@@ -9,9 +9,9 @@ from pathlib import Path
 from analysis.changes import compare_results
 from benchmarks import history
 from benchmarks._envs import Release
-from benchmarks.matrix.plan import Cell
+from benchmarks.matrix.cells import Cell
 from coldstart.__main__ import main as coldstart
-from harness.document import read_results
+from document import read_results
 from tests.test_gate import MACHINE, _measured, _slot_doc
 
 DATA = Path(__file__).parent / "data"
@@ -32,10 +32,16 @@ def test_plot_from_recorded_documents_marks_compares_verdicts(tmp_path: Path, ca
                                read_results(RECORDED[0], all_rounds=True))
     assert [(c["cell"], c["metric"], c["status"]) for c in step["changes"]] == \
         [(c.cell, c.metric, c.status) for c in expected]
-    # 3 rounds a side: 0.32's slower model loading is beyond threshold but cannot be
-    # significant, and the text says so
+    # the text lists the steps compare confirmed, as the statuses say, and no other
     out = capsys.readouterr().out
-    assert "no step compare calls significant" in out
+    confirmed = [c for c in expected if c.status in ("regression", "improvement")]
+    if confirmed:
+        head, _, rest = out.partition("steps compare confirms beyond their margin:\n")
+        listed = rest.split("other steps")[0]
+        assert all(f"{c.metric} " in listed for c in confirmed)
+        assert listed.count("\n") == len(confirmed)
+    else:
+        assert "no step compare confirms beyond its margin" in out
     from tests._recorded import XVER_BASE, XVER_NEW, median_change
 
     assert any(f"model_loading {d:+.2f} s" in out
@@ -45,7 +51,7 @@ def test_plot_from_recorded_documents_marks_compares_verdicts(tmp_path: Path, ca
 
 def test_marks_follow_the_status() -> None:
     assert history.MARKS["regression"] == ("^", True, "tab:red")
-    assert history.MARKS["possible improvement"][1] is False  # open: not significant
+    assert history.MARKS["possible regression"][1] is False  # open: not confirmed
     assert "no change" not in history.MARKS
 
 

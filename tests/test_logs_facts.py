@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import schema
-from harness.logs.reader import not_a_log, read_boots, read_log
+from document import boot_result
+from harness.logs.reader import log_boots, not_a_log, read_log
 
 DATA = Path(__file__).resolve().parent / "data"
 PUBLIC = DATA / "logs" / "public"
@@ -34,7 +34,7 @@ def _logs_under_data() -> list[Path]:
     return out
 
 
-def _read(lines: str) -> schema.BootResult:
+def _read(lines: str) -> boot_result.BootResult:
     return read_log(lines.strip("\n") + "\n")
 
 
@@ -44,7 +44,7 @@ def test_no_log_under_data_is_measured_with_zero_phases() -> None:
     assert len(logs) >= 60  # the public corpus, the study's sweep, the CPU boot's log
     wrong = []
     for path in logs:
-        for boot in read_boots(path):
+        for boot in log_boots(path):
             if boot.state == "measured" and all(v is None for v in boot.phases.values()):
                 wrong.append(str(path.relative_to(DATA)))
     assert not wrong, wrong
@@ -98,8 +98,8 @@ def test_a_printed_total_alone_is_skipped_with_the_total_kept() -> None:
     assert result.skip_reason.startswith("0 of 6 phases in the log")
     # the phases inside the total say so; the ones before it are simply not in the log
     assert "inside the printed total" in result.phase_notes["kv_cache_profiling"]
-    assert result.phase_notes["kv_cache_profiling"].startswith(schema.NOT_IN_LOG)
-    assert result.phase_notes["model_loading"] == schema.NOT_IN_LOG
+    assert result.phase_notes["kv_cache_profiling"].startswith(boot_result.NOT_IN_LOG)
+    assert result.phase_notes["model_loading"] == boot_result.NOT_IN_LOG
 
 
 def test_a_skipped_log_record_is_never_fitted_or_entered_as_measured(tmp_path: Path) -> None:
@@ -167,7 +167,7 @@ def test_every_inferred_range_holds_the_release_the_manifest_states() -> None:
         # a vllm-ascend release (the plugin's own numbering) says nothing of vLLM's
         if not entry["version"] or "vllm-ascend" in entry["version"]:
             continue
-        result = read_boots(PUBLIC / entry["file"])[-1]
+        result = log_boots(PUBLIC / entry["file"])[-1]
         stated = entry["version"].split()[0]
         if result.vllm_version is not None:
             assert result.vllm_version == stated, entry["file"]
@@ -409,7 +409,7 @@ def test_the_manifest_parallel_sizes_hold() -> None:
     for entry in MANIFEST:
         if not entry["tensor_parallel"]:
             continue
-        config = read_boots(PUBLIC / entry["file"])[-1].engine_config
+        config = log_boots(PUBLIC / entry["file"])[-1].engine_config
         exact = config.get("tensor_parallel_size")
         floor = config.get("tensor_parallel_size_at_least", config.get("world_size_at_least"))
         assert exact in (None, entry["tensor_parallel"]), entry["file"]
@@ -434,9 +434,9 @@ def test_a_crash_while_weights_load_is_in_model_loading() -> None:
     result = _read(CRASH_IN_LOADING)
     assert result.state == "failed"
     running = [n for n, note in result.phase_notes.items()
-               if note.startswith(schema.UNFINISHED_PREFIX)]
+               if note.startswith(boot_result.UNFINISHED_PREFIX)]
     assert running == ["model_loading"]
-    assert result.phase_notes["framework_bootstrap"] == schema.NOT_IN_LOG
+    assert result.phase_notes["framework_bootstrap"] == boot_result.NOT_IN_LOG
 
 
 def test_a_crash_after_dynamo_s_transform_is_in_torch_compile() -> None:
@@ -463,7 +463,7 @@ def test_what_other_ranks_print_after_the_first_error_does_not_move_it() -> None
              "[default_loader.py:262] Loading weights took 2.63 seconds")
     result = _read(CRASH_IN_LOADING + later)
     running = [n for n, note in result.phase_notes.items()
-               if note.startswith(schema.UNFINISHED_PREFIX)]
+               if note.startswith(boot_result.UNFINISHED_PREFIX)]
     assert running == ["model_loading"]
 
 

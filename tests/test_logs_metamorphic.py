@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.logs.reader import read_boots
+from harness.logs.reader import log_boots
 from tests.conftest import STUDY_DIR
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -227,7 +227,7 @@ _CLEAN: dict[Path, tuple[str, list[dict]]] = {}
 def _clean(path: Path) -> tuple[str, list[dict]]:
     if path not in _CLEAN:
         text = path.read_text(encoding="utf-8", errors="replace")
-        _CLEAN[path] = (text, [_record(r) for r in read_boots(text, model="m")])
+        _CLEAN[path] = (text, [_record(r) for r in log_boots(text, model="m")])
     return _CLEAN[path]
 
 
@@ -245,7 +245,7 @@ CASES = [pytest.param(path, name, id=f"{_id(path)}-{name}",
 @pytest.mark.parametrize("path,name", CASES)
 def test_a_paste_form_reads_as_the_clean_log(path: Path, name: str) -> None:
     text, clean = _clean(path)
-    got = [_record(r) for r in read_boots(_apply(text, name), model="m")]
+    got = [_record(r) for r in log_boots(_apply(text, name), model="m")]
     want = clean * 2 if name.startswith("two_boots") else clean
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -273,22 +273,22 @@ _V0_ENDING = ("INFO 09-05 12:00:00 llm_engine.py:213] Initializing an LLM engine
 
 
 def test_the_last_line_without_a_newline_is_read() -> None:
-    boot = read_boots(_V0_ENDING)[-1]
+    boot = log_boots(_V0_ENDING)[-1]
     assert boot.printed_total_s == 9.82
-    assert read_boots(_V0_ENDING + "\n")[-1].printed_total_s == 9.82
+    assert log_boots(_V0_ENDING + "\n")[-1].printed_total_s == 9.82
     assert boot.evidence.partial_last_line == "initialize_engine took 9.82 seconds"
 
 
 def test_a_one_line_log_without_its_newline_is_the_log_not_a_file_name() -> None:
     line = ("INFO 04-28 16:20:20 [backends.py:1128] [actor=<root>.<generator{'gpus': 0/4}>] "
             "Dynamo bytecode transform time: 15.26 s")
-    boot = read_boots(line)[-1]
+    boot = log_boots(line)[-1]
     assert boot.source_path is None
     assert boot.evidence.partial_last_line == line
-    assert boot.phases == read_boots(line + "\n")[-1].phases
+    assert boot.phases == log_boots(line + "\n")[-1].phases
     # a line that is no log's is still a file's name: a missing one is an error
     with pytest.raises(FileNotFoundError):
-        read_boots("no-such-folder/boot.log")
+        log_boots("no-such-folder/boot.log")
 
 
 def test_markdown_and_other_units_read() -> None:
@@ -296,13 +296,13 @@ def test_markdown_and_other_units_read() -> None:
            "9.03 seconds\n"
            "INFO 01-01 00:00:40 [core.py:1] init engine (profile, create kv cache, warmup model) "
            "took **34.11 seconds**\n")
-    boot = read_boots(log)[-1]
+    boot = log_boots(log)[-1]
     assert boot.phases["model_loading"] == pytest.approx(9.03)
     assert boot.printed_total_s == pytest.approx(34.11)
     assert boot.evidence.facts["weights_gib"] == pytest.approx(15.41)
     # bold inside inline code: the markers nest, and both pairs come off
     quoted = "main: `init engine (profile, create kv cache, warmup model) took **52.96 seconds**`\n"
-    assert read_boots(quoted)[-1].printed_total_s == pytest.approx(52.96)
+    assert log_boots(quoted)[-1].printed_total_s == pytest.approx(52.96)
 
 
 def test_two_bare_message_boots_are_two_records() -> None:
@@ -310,9 +310,9 @@ def test_two_bare_message_boots_are_two_records() -> None:
             "Model loading took 1.0 GiB and 4.00 seconds\n"
             "Graph capturing finished in 7 secs, took 0.3 GiB\n"
             "init engine (profile, create kv cache, warmup model) took 20.00 seconds\n")
-    boots = read_boots(bare + bare)
+    boots = log_boots(bare + bare)
     assert len(boots) == 2
     assert [b.printed_total_s for b in boots] == [20.0, 20.0]
     assert [b.phases["cuda_graph_capture"] for b in boots] == [7.0, 7.0]
     # without the start line too: the second total is another boot's
-    assert len(read_boots("\n".join(bare.splitlines()[1:] * 2) + "\n")) == 2
+    assert len(log_boots("\n".join(bare.splitlines()[1:] * 2) + "\n")) == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from harness import schema
+from document import boot_result
 from harness.logs.reader import read_log
 from harness.logs.scan import HAS_DIGIT, LOOKS_TIMED, scan_lines
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG
@@ -45,14 +45,14 @@ any_line = st.one_of(
 )
 
 
-def _check(result: schema.BootResult) -> None:
-    for name in schema.PHASE_NAMES:
+def _check(result: boot_result.BootResult) -> None:
+    for name in boot_result.PHASE_NAMES:
         value = result.phases[name]
         if value is None:
             assert result.phase_notes.get(name), name  # every gap says why
         else:
             assert math.isfinite(value) and value >= 0, (name, value)
-    assert set(result.subphases) <= set(schema.SUBPHASE_NAMES)
+    assert set(result.subphases) <= set(boot_result.SUBPHASE_NAMES)
     for value in result.subphases.values():
         assert value is None or (math.isfinite(value) and value >= 0)
 
@@ -69,7 +69,7 @@ def test_any_lines_never_crash(lines: list[str]) -> None:
         assert LOOKS_TIMED.search(line) and HAS_DIGIT.search(line)
     result = read_log("\n".join(lines) + "\n")
     _check(result)
-    schema.BootResult.model_validate(result.model_dump(mode="json"))
+    boot_result.BootResult.model_validate(result.model_dump(mode="json"))
 
 
 @_SETTINGS
@@ -104,7 +104,7 @@ def test_truncated_log_is_a_failed_boot_with_what_it_completed(cut: int) -> None
     else:
         assert result.state == "measured"
     full = read_log(GPU_0101_LOG)
-    for name in schema.PHASE_NAMES:
+    for name in boot_result.PHASE_NAMES:
         # A phase read from a cut log is the full log's value or absent, never another one.
         assert result.phases[name] in (None, full.phases[name]), name
     for key, seconds in result.log_durations.items():

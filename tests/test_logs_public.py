@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import schema
-from harness.logs.reader import read_boots
+from document import boot_result
+from harness.logs.reader import log_boots
 
 PUBLIC = Path(__file__).resolve().parent / "data" / "logs" / "public"
-from harness.logs.check import agrees, value_of
+from harness.logs.transcripts import agrees, value_of
 
 MANIFEST = json.loads((PUBLIC / "manifest.json").read_text(encoding="utf-8"))
 LOGS = MANIFEST["logs"]
@@ -94,11 +94,11 @@ def _param(entry: dict):  # noqa: ANN202
 
 @pytest.mark.parametrize("entry", [_param(e) for e in LOGS])
 def test_public_log(entry: dict) -> None:
-    boots = read_boots(PUBLIC / entry["file"])
+    boots = log_boots(PUBLIC / entry["file"])
     result = boots[-1]
     wrong = []
     # An optional fifth item names the boot (1-based) a line belongs to, where a paste holds
-    # several (harness.logs.check); without it the line is the last boot's.
+    # several (harness.logs.transcripts); without it the line is the last boot's.
     for words, printed, target, _, *boot in entry["printed"]:
         if target is None:
             continue
@@ -113,7 +113,7 @@ def test_public_log(entry: dict) -> None:
     if entry["crashed_in"]:
         assert result.state == "failed"
         running = [n for n, note in result.phase_notes.items()
-                   if note.startswith(schema.UNFINISHED_PREFIX)]
+                   if note.startswith(boot_result.UNFINISHED_PREFIX)]
         assert running == [entry["crashed_in"]], (running, result.phase_notes)
 
 
@@ -123,7 +123,7 @@ def test_corpus_agreement_count() -> None:
     for entry in LOGS:
         if entry.get("reader_gap"):
             continue
-        boots = read_boots(PUBLIC / entry["file"])
+        boots = log_boots(PUBLIC / entry["file"])
         for _, printed, target, _, *boot in entry["printed"]:
             if target:
                 mapped += 1
@@ -138,7 +138,7 @@ def test_the_heldout_check_scores_the_corpus_in_full() -> None:
     or not, is among what the reader gives, and no engine, platform or TP size it reads
     contradicts the manifest (where it reads none, no line of the excerpt states it). A log
     with a reader_gap is left out: its strict expected failure in test_public_log holds it."""
-    from harness.logs.check import check_manifest, fact_agrees
+    from harness.logs.transcripts import check_manifest, fact_agrees
 
     report = check_manifest(PUBLIC)
     assert report["printed"] >= 150 and not report["crashed"]
@@ -155,7 +155,7 @@ def test_the_heldout_check_scores_the_corpus_in_full() -> None:
 def test_an_engine_no_line_states_is_not_checked() -> None:
     """A manifest's engine is null where no line of the excerpt states it: no engine fact is
     compared then, while a stated one still is, and a wrong one disagrees."""
-    from harness.logs.check import check_entry, fact_agrees
+    from harness.logs.transcripts import check_entry, fact_agrees
 
     entry = next(e for e in LOGS if e["file"].startswith("001-"))
     assert entry["engine"] == "v1"

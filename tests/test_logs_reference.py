@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import schema
+from document import boot_result
 from harness.logs.reader import read_log
 from harness.study_columns import (
     STUDY_COLUMNS,
@@ -123,5 +123,5 @@ def test_mapping_names_every_published_column_and_our_phases(study_reference: Pa
     published = json.loads((study_reference / H100 / "comparison_results.json").read_text())
     assert set(published["data"]) == set(STUDY_COLUMNS)
     mentioned = " ".join(c.ours for c in STUDY_PHASE_MAP)
-    for name in schema.PHASE_NAMES:
+    for name in boot_result.PHASE_NAMES:
         assert name in mentioned

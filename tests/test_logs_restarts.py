@@ -8,16 +8,17 @@ from pathlib import Path
 
 import pytest
 
+import document
 from coldstart.__main__ import main as coldstart
-from harness import document, schema
+from document import boot_result
 from harness.logs.boots import split_boots
-from harness.logs.reader import read_boots, read_log
+from harness.logs.reader import log_boots, read_log
 from tests.conftest import CPU_032_LOG, GPU_0101_LOG
 
 _STAMP = re.compile(r"(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})")
 
 
-def _phases(r: schema.BootResult) -> dict[str, float | None]:
+def _phases(r: boot_result.BootResult) -> dict[str, float | None]:
     return {k: None if v is None else round(v, 3) for k, v in r.phases.items()}
 
 
@@ -30,13 +31,13 @@ def _cut_inside_loading(log: str) -> str:
 @pytest.mark.parametrize("log", [GPU_0101_LOG, CPU_032_LOG], ids=["gpu-0.10.1.1", "cpu-0.32"])
 def test_a_restarted_boot_is_its_own_record(log: str) -> None:
     alone = read_log(log)
-    twice = read_boots(log + log)
+    twice = log_boots(log + log)
     assert [b.state for b in twice] == ["measured", "measured"]
     assert all(_phases(b) == _phases(alone) for b in twice)
     assert [b.evidence.boot_in_log for b in twice] == [1, 2]
     # A boot that died, then the restart that came up: the death is not hidden, nothing of
     # the second boot (its tokenizer, its bootstrap) is added to the first.
-    died, came_up = read_boots(_cut_inside_loading(log) + log)
+    died, came_up = log_boots(_cut_inside_loading(log) + log)
     assert died.state == "failed" and came_up.state == "measured"
     assert _phases(came_up) == _phases(alone)
     assert died.phases["framework_bootstrap"] == alone.phases["framework_bootstrap"]
@@ -174,7 +175,7 @@ def test_unheaded_lines_between_two_boots_go_as_the_boots_begin() -> None:
     output. ROCm MI100's boot names its platform only in such a last line, a UserWarning."""
     log = (Path(__file__).parent / "data" / "logs" / "public"
            / "075-rocm-mi100-v0-blank-progress.log").read_text()
-    assert [b.platform for b in read_boots(log + log)] == ["rocm", "rocm"]
+    assert [b.platform for b in log_boots(log + log)] == ["rocm", "rocm"]
     # a boot that opens with its own unheaded lines (the command's echo) gives the next one
     # as many: they do not stay with the boot before
     opened = "+ python -u serve.py --model /models/Qwen3-8B\n" + log

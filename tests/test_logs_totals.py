@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.logs.reader import read_boots, read_log
+from harness.logs.reader import log_boots, read_log
 from tests import test_logs_versions as versions
 from tests.conftest import STUDY_DIR
 
@@ -32,7 +32,7 @@ def test_the_sweep_is_there() -> None:
 def test_every_study_log_gives_a_record_with_its_printed_total(path: Path) -> None:
     text = path.read_text(encoding="utf-8", errors="replace")
     printed = [float(v) for v in _DRIVER_TOTAL.findall(text)]
-    boots = read_boots(path)
+    boots = log_boots(path)
     assert len(boots) == len(printed) >= 1
     for boot, total in zip(boots, printed):
         assert boot.printed_total_s == pytest.approx(total)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness import schema
+from document import boot_result
 from harness.logs.reader import model_from_filename, read_log
 from harness.logs.scan import scan_lines
 from harness.study_columns import study_phases
@@ -91,7 +91,7 @@ def test_upstream_0110_has_no_patched_lines() -> None:
     result = read_log(V0110_LOG)
     assert result.vllm_version == "0.11.0"
     assert result.phases["tokenizer_init"] is None
-    assert result.phase_notes["tokenizer_init"] == schema.NOT_IN_LOG
+    assert result.phase_notes["tokenizer_init"] == boot_result.NOT_IN_LOG
     assert result.subphases["model_loading.model_init"] is None
     assert result.phases["cuda_graph_capture"] == 2.0
     assert result.phases["torch_compile"] == pytest.approx(1.93 + 1.470)
@@ -128,7 +128,7 @@ def test_v032_cpu_log(cpu_032_log: str) -> None:
     result = read_log(cpu_032_log)
     assert (result.state, result.platform, result.vllm_version) == ("measured", "cpu", "0.32.0")
     assert result.phases["cuda_graph_capture"] is None
-    assert result.phase_notes["cuda_graph_capture"].startswith(schema.NOT_APPLICABLE_PREFIX)
+    assert result.phase_notes["cuda_graph_capture"].startswith(boot_result.NOT_APPLICABLE_PREFIX)
     # the CPU runner prints no "Model loading took": the phase is its two printed parts
     assert result.phases["model_loading"] == pytest.approx(0.139084 + 0.13)
     assert "Initializing model took" in result.evidence.composition["model_loading"]
@@ -164,7 +164,7 @@ def test_cpu_without_aot_lines_cannot_split_compile(cpu_032_log: str) -> None:
     log = "\n".join(line for line in cpu_032_log.splitlines() if "AOT" not in line)
     result = read_log(log + "\n")
     assert result.phases["torch_compile"] is None
-    assert result.phase_notes["torch_compile"] == schema.NOT_IN_LOG
+    assert result.phase_notes["torch_compile"] == boot_result.NOT_IN_LOG
     assert result.phases["kv_cache_profiling"] is None
     assert result.log_durations["init_engine_s"] == pytest.approx(61.04)
 
@@ -189,8 +189,8 @@ def test_enforce_eager_has_no_graph_capture(gpu_0101_log: str) -> None:
                     if "Graph capturing" not in line and "compile" not in line.lower()
                     and "Dynamo" not in line) + "\n"
     result = read_log(log)
-    assert result.phase_notes["cuda_graph_capture"].startswith(schema.NOT_APPLICABLE_PREFIX)
-    assert result.phase_notes["torch_compile"].startswith(schema.NOT_APPLICABLE_PREFIX)
+    assert result.phase_notes["cuda_graph_capture"].startswith(boot_result.NOT_APPLICABLE_PREFIX)
+    assert result.phase_notes["torch_compile"].startswith(boot_result.NOT_APPLICABLE_PREFIX)
     assert result.compile_cache_observed == "not_applicable"
     assert result.phases["kv_cache_profiling"] == pytest.approx(10.61)
 
@@ -367,7 +367,7 @@ V0_SOURCE_PHRASES: dict[str, tuple[tuple[str, str], ...]] = {
 def _only_not_in_log(result, names) -> None:
     for name in names:
         assert result.phases[name] is None, name
-        assert result.phase_notes[name] == schema.NOT_IN_LOG, name
+        assert result.phase_notes[name] == boot_result.NOT_IN_LOG, name
 
 
 def test_v031_prints_only_blocks_and_capture() -> None:
@@ -396,7 +396,7 @@ def test_v041_weights_line_ends_loading_and_starts_profiling() -> None:
 def test_v050_eager_ends_at_the_kv_cache_size() -> None:
     result = read_log(V050_EAGER_LOG)
     assert (result.state, result.vllm_version) == ("measured", "0.5.0")
-    assert result.phase_notes["cuda_graph_capture"] == f"{schema.NOT_APPLICABLE_PREFIX}: enforce_eager"
+    assert result.phase_notes["cuda_graph_capture"] == f"{boot_result.NOT_APPLICABLE_PREFIX}: enforce_eager"
     assert result.phases["kv_cache_profiling"] == 2.0
     assert "not in the log" in result.evidence.composition["kv_cache_profiling"]
 
@@ -430,7 +430,7 @@ def test_v0_cut_inside_graph_capture_is_failed_with_a_lower_bound() -> None:
     result = read_log(cut)
     assert result.state == "failed"
     assert result.phases["kv_cache_profiling"] == 3.0
-    assert result.phase_notes["cuda_graph_capture"].startswith(schema.UNFINISHED_PREFIX)
+    assert result.phase_notes["cuda_graph_capture"].startswith(boot_result.UNFINISHED_PREFIX)
     # 'Capturing the model' at 08, the log's last line at 08
     assert result.evidence.facts["unfinished"] == {"phase": "cuda_graph_capture",
                                                       "at_least_s": 0.0}
@@ -441,12 +441,12 @@ def test_v0_cpu_log_is_done_at_its_block_count() -> None:
     log.append("INFO 04-25 10:00:07 cpu_executor.py:72] # CPU blocks: 2340")
     result = read_log("\n".join(log) + "\n")
     assert (result.state, result.platform) == ("measured", "cpu")
-    assert result.phase_notes["cuda_graph_capture"].startswith(schema.NOT_APPLICABLE_PREFIX)
+    assert result.phase_notes["cuda_graph_capture"].startswith(boot_result.NOT_APPLICABLE_PREFIX)
     assert result.phases["kv_cache_profiling"] == 2.0
 
 
 def test_v0_restarted_pod_splits_even_without_a_version() -> None:
-    from harness.logs.reader import read_boots
+    from harness.logs.reader import log_boots
 
-    boots = read_boots(V031_LOG + V031_LOG.replace("03-01 10:", "03-01 11:"))
+    boots = log_boots(V031_LOG + V031_LOG.replace("03-01 10:", "03-01 11:"))
     assert [b.phases["cuda_graph_capture"] for b in boots] == [9.0, 9.0]

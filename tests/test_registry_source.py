@@ -54,7 +54,7 @@ def test_every_target_of_the_installed_version_is_in_its_source(installed_vllm) 
 
 @pytest.mark.parametrize(("spec", "root"), _release_sources() or [pytest.param(
     None, None, marks=pytest.mark.skip(reason="no release environment made yet "
-                                              "(python -m benchmarks._envs SPEC)"))],
+                                              "(coldstart envs SPEC)"))],
     ids=[spec for spec, _ in _release_sources()] or ["none"])
 def test_every_release_environment_has_its_targets(spec: str, root: Path) -> None:
     # The releases a gate or a history boots: a release whose functions moved is named here

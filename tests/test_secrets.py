@@ -1,5 +1,5 @@
 """No secret in any output: secret-named settings are recorded present and redacted, and a
-secret's value is cut out of every text a boot or a log leaves (harness.secrets). No vLLM
+secret's value is cut out of every text a boot or a log leaves (document.secrets). No vLLM
 boot: a boot's folder is scripted, then read by the harness's own interpret_boot."""
 
 from __future__ import annotations
@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from harness.document import new_document, write_run
-from harness.evidence import Evidence, Settings
-from harness.interpret import ProcessOutcome, interpret_boot
-from harness.logs.reader import read_boots
-from harness.processes import GroupWatch
-from harness.schema import BootResult
-from harness.secrets import (
+from document import new_document, write_run
+from document.boot_result import BootResult
+from document.evidence import BootSettings, Evidence
+from document.secrets import (
     REDACTED,
     is_secret_name,
     redact_text,
     scrub_file,
     secret_values,
 )
-from harness.spec import BootSpec, Prepared
+from harness.interpret import ProcessOutcome, interpret_boot
+from harness.logs.reader import log_boots
+from harness.processes import GroupWatch
+from harness.spec import BootSpec, PreparedBoot
 from tests._secrets import leaks
 
 DATA = Path(__file__).parent / "data"
@@ -66,7 +66,7 @@ def test_secret_settings_are_recorded_present_and_redacted(tmp_path):
     spec = _spec(tmp_path, engine_kwargs={"api_key": API, "dtype": "bfloat16"})
     environ = {"HF_TOKEN": HF, "VLLM_API_KEY": API, "VLLM_CPU_KVCACHE_SPACE": "2",
                "HF_TOKEN_PATH": "/tmp/token"}
-    settings = Settings.model_validate(spec.settings_used(environ))
+    settings = BootSettings.model_validate(spec.settings_used(environ))
     env = settings.model_dump(mode="json")["env"]
     assert env["HF_TOKEN"] == {"value": REDACTED, "source": "environment", "redacted": True}
     assert env["VLLM_API_KEY"]["redacted"] is True
@@ -78,7 +78,7 @@ def test_secret_settings_are_recorded_present_and_redacted(tmp_path):
     assert leaks(SECRETS, texts=[result.model_dump_json()]) == []
 
 
-def _scripted_boot(tmp_path: Path) -> tuple[Prepared, ProcessOutcome]:
+def _scripted_boot(tmp_path: Path) -> tuple[PreparedBoot, ProcessOutcome]:
     """A failed serve boot's folder as the harness leaves it, every file holding a secret."""
     spec = _spec(tmp_path, entrypoint="serve", engine_kwargs={"api_key": API})
     work = tmp_path / "work"
@@ -101,9 +101,9 @@ def _scripted_boot(tmp_path: Path) -> tuple[Prepared, ProcessOutcome]:
         {"state": "failed", "error": f"OSError: 401 for token {HF}",
          "traceback": f"Traceback ...\nOSError: 401 for token {HF}\n"}))
     (work / "child_spec.json").write_text(json.dumps({"engine_kwargs": {"api_key": API}}))
-    evidence = Evidence(work_dir=str(work), settings=Settings.model_validate(
+    evidence = Evidence(work_dir=str(work), settings=BootSettings.model_validate(
         spec.settings_used({"HF_TOKEN": HF})))
-    prepared = Prepared(spec, work, env, evidence, "0.32.0", work / "events.jsonl",
+    prepared = PreparedBoot(spec, work, env, evidence, "0.32.0", work / "events.jsonl",
                         work / "boot.log", work / "child_result.json")
     seen = ProcessOutcome(pgid=2, exit_code=1, t0=t0, ended_ns=t0 + 10**9, timed_out=False,
                           watch=GroupWatch(2), survivors=[], escaped=[])
@@ -135,7 +135,7 @@ def test_a_log_line_holding_a_secret_is_stored_redacted(tmp_path, monkeypatch):
     lines[0] = lines[0].replace("{'load_format'", f"{{'api_key': ['{API}'], 'load_format'")
     log = tmp_path / "boot.log"
     log.write_text("\n".join(lines[:12] + [f"HF_TOKEN={HF} vllm serve m --api-key {API}"]) + "\n")
-    (result,) = read_boots(log)
+    (result,) = log_boots(log)
     assert result.state == "failed"
     assert leaks(SECRETS, texts=[result.model_dump_json()]) == []
     assert f"'api_key': ['{REDACTED}']" in result.log_tail

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.document import read_results
-from harness.schema import read_json
+from document import read_results
+from document.boot_result import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 SELECTION = ["--matrix", "full", "--models", "smollm2-135m", "--compile-caches", "off",
@@ -36,6 +36,19 @@ def _cell_ids(path: Path) -> list[str]:
         "-".join(f"{a}={r[a]}" for a in ("model", "loader", "compile_cache", "page_cache",
                                          "entrypoint"))
         for r in doc["coldstart"]["unrecorded"]]
+
+
+def _undecided(said: str) -> dict[str, str]:
+    """Cell -> change of each total the verdict names as unbounded for having one round a side;
+    an unbounded total with any other reason raises."""
+    out = {}
+    for line in said.splitlines():
+        line = line.strip()
+        if line.startswith("why: ") and ": total not bounded " in line:
+            cell, rest = line.removeprefix("why: ").split(": total not bounded ", 1)
+            assert rest.endswith("no interval with one round on a side, never a pass"), line
+            out[cell] = rest.split(" (", 1)[0]
+    return out
 
 
 @pytest.mark.slow
@@ -92,9 +105,11 @@ def test_three_shards_merge_into_one_run(tmp_path):
         if not _cell_ids(shard):
             continue
         # A shard against the merge: the merge's other cell is one the shard never booted, so
-        # the verdict cannot pass (inconclusive, naming it); told to accept a missing cell, its
-        # own cells, on its machine, are unchanged.
-        other = set(unsplit) - set(_cell_ids(shard))
+        # the verdict cannot pass (inconclusive, naming it). Told to accept a missing cell, that
+        # cell is accepted, and what is left undecided is only the shard's own cells, the same
+        # boots on both sides: a change of zero, which one round a side cannot bound (a pass is
+        # a bound on the slowdown, never the absence of a measured one).
+        own, other = set(_cell_ids(shard)), set(unsplit) - set(_cell_ids(shard))
         compare = _run("-m", "coldstart", "compare", str(shard), str(merged), timeout=300)
         said = compare.stdout + compare.stderr
         assert compare.returncode == 3, said[-2000:]
@@ -102,9 +117,16 @@ def test_three_shards_merge_into_one_run(tmp_path):
         assert all(f"{cell}: total only in new" in said for cell in other), said[-2000:]
         compare = _run("-m", "coldstart", "compare", str(shard), str(merged), "--allow-missing",
                        timeout=300)
-        assert compare.returncode == 0, compare.stdout[-2000:] + compare.stderr
+        said = compare.stdout + compare.stderr
+        assert compare.returncode == 3 and "0 regressing" in said, said[-2000:]
+        assert all(f"accepted: {cell}: total only in new" in said for cell in other), said[-2000:]
+        assert _undecided(said) == {cell: "+0.00 s" for cell in own}, said[-2000:]
+    # The merge against itself: nothing missing, every cell undecided on its one round, no other
+    # reason given.
     compare = _run("-m", "coldstart", "compare", str(merged), str(merged), timeout=300)
-    assert compare.returncode == 0 and "0 regressing" in compare.stdout, compare.stdout[-2000:]
+    said = compare.stdout + compare.stderr
+    assert compare.returncode == 3 and "0 regressing" in said, said[-2000:]
+    assert "only in" not in said and _undecided(said) == {c: "+0.00 s" for c in unsplit}, said
     # One model: no configuration has the models a fit needs; the merge is answered as a
     # single run of these cells is (the first shard that has cells): summarized, exit 0.
     fits = [_run("-m", "analysis.fit", str(p), "--out-dir", str(tmp_path / f"fit-{p.stem}"),

@@ -9,7 +9,7 @@ For every configuration (see ``analysis.dataset``) and every phase this
    only: the lowest mean squared error of the left-out models' phase seconds, after leaving
    out of that mean as many of the largest errors as the outlier screening of step 2 may
    leave out of a fit (20 %; none without screening or below 6 models); ties go to the
-   candidate listed first, the driver ``harness.schema`` names;
+   candidate listed first, the driver ``document.boot_result`` names;
 2. fits ``seconds = intercept + slope * feature`` by OLS after screening outliers
    (Bonferroni-corrected externally studentized residuals; ``analysis.regression``); a phase that
    is constant per machine gets the intercept alone. A phase of ``SPLIT_PHASES``
@@ -69,8 +69,8 @@ from analysis.fit.predictor_document import predictor_document
 from analysis.fit.targets import RESIDUAL
 from analysis.predictor_file import PredictorFile
 from analysis.regression import FitError
-from coldstart.errors import InputError
-from harness.schema import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult
+from document.boot_result import PHASE_BY_NAME, PHASE_NAMES, SUBPHASE_NAMES, BootResult
+from document.errors import InputError
 
 __all__ = ["Fitted", "fit_inputs", "parse_forced"]
 

@@ -3,7 +3,7 @@
 1. A phase's feature is chosen among a short list of physically motivated candidates
    (``CANDIDATE_FEATURES``) by leave-one-model-out cross-validation on the training models
    only: the lowest mean squared error of the left-out models' phase seconds; ties go to the
-   candidate listed first, the driver ``harness.schema`` names. Cross-validation splits come from
+   candidate listed first, the driver ``document.boot_result`` names. Cross-validation splits come from
    ``sklearn.model_selection.LeaveOneOut`` (M. Stone, "Cross-validatory choice and
    assessment of statistical predictions", *JRSS B* 36, 1974).
 2. A phase of ``SPLIT_PHASES`` (torch_compile: Dynamo tracing, Inductor compiling, loading
@@ -22,7 +22,7 @@ from analysis.dataset import Row
 from analysis.features.model_features import feature_unit, feature_value
 from analysis.fit.targets import target_points, target_value
 from analysis.regression import MIN_POINTS_LINEAR, FitError, fit_phase
-from harness.schema import SUBPHASE_NAMES
+from document.boot_result import SUBPHASE_NAMES
 
 __all__ = ["CANDIDATE_FEATURES", "SCORE_TIE_FRACTION", "SPLIT_PHASES", "SPLIT_TOLERANCE_FRACTION",
            "SPLIT_TOLERANCE_S", "loo_errors", "select_feature", "split_targets"]

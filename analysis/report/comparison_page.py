@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from analysis.report.page import command_facts, machine_rows, number_text, render_page
-from analysis.report.plots import fig_compare
-from harness.document import RunCell, cell_axes
-from harness.schema import BootResult
+from analysis.report.plots import fig_compare, fig_intervals
+from document import RunCell, cell_axes
+from document.boot_result import BootResult
 
 __all__ = ["render_comparison"]
 
 # The order of the verdicts on the page, the gravest first.
 _STATUS_ORDER = ("failed in new", "failures grew", "regression", "checks failed",
                  "only in base", "not measured in new", "not measured", "skips grew",
-                 "metric lost", "possible regression", "only in new", "improvement",
-                 "possible improvement", "fixed in new", "no change")
+                 "metric lost", "possible regression", "not bounded", "only in new",
+                 "improvement", "within noise", "fixed in new", "no change")
 _RANK = {s: i for i, s in enumerate(_STATUS_ORDER)}
 
 
@@ -65,12 +65,18 @@ def _change_rows(changes: list[Any], failing_ids: set[int], short: dict[str, str
                          c.metric, number_text(c.base_median_s), number_text(c.new_median_s),
                          "-" if c.change_s is None else f"{c.change_s:+.2f} s",
                          "-" if c.change_rel is None or not math.isfinite(c.change_rel)
-                         else f"{100 * c.change_rel:+.1f} %", number_text(c.noise_floor_s),
-                         f"{c.n_base}/{c.n_new}", number_text(c.p_value, "{:.3f}"),
-                         number_text(c.p_adjusted, "{:.3f}"),
+                         else f"{100 * c.change_rel:+.1f} %", _interval(c),
+                         number_text(c.margin_s), f"{c.n_base}/{c.n_new}",
+                         number_text(c.p_value, "{:.3f}"),
                          c.status + (" (fails the gate)" if fails else ""),
                          "" if shared_note else c.note]})
     return rows
+
+
+def _interval(c: Any) -> str:
+    from analysis.compare import interval_text
+
+    return interval_text(c)
 
 
 def _detail_tables(details: list[Any], short: dict[str, str]) -> list[dict[str, Any]]:
@@ -175,6 +181,7 @@ def render_comparison(base_path: str | Path, new_path: str | Path, *, threshold:
               for (cell, _), line in compare.where_changes_went(changes, details).items()],
         detail_tables=_detail_tables(details, short),
         round_plots=_round_plots(run.base, run.new, changes),
+        intervals_plot=fig_intervals(changes, short),
         machine=machine, machine_classes=["possible" if r[1] != r[2] else "" for r in machine],
         base_command=sides[0][0], new_command=sides[1][0],
         witnesses=[(side, cell, "; ".join(lines)) for side, cells in

@@ -13,8 +13,8 @@ from typing import Any
 
 import jinja2
 
-from harness.dates import written_at
-from harness.document import RunCell, RunDocument, recorded_facts
+from document import RunCell, RunDocument, recorded_facts
+from document.dates import written_at
 
 __all__ = ["CSP", "command_facts", "machine_rows", "number_text", "render_page"]
 
@@ -55,7 +55,7 @@ def _flatten(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
 def machine_rows(doc: RunDocument | None, cells: list[RunCell]) -> list[tuple[str, Any]]:
     """(what, value) of the machine, the versions and the commit a run recorded."""
     info = doc.machine_info if doc is not None else {}
-    rows = list(_flatten(recorded_facts(info)))
+    rows = list(_flatten(recorded_facts(info).as_json()))
     rows += [(k, info[k]) for k in ("node", "processor", "machine", "python_version", "system",
                                     "release") if k in info]
     if not rows:  # a single BootResult: its own versions

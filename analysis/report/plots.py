@@ -13,9 +13,9 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.report.cells import RESIDUAL, measured_rounds, phase_median, storage_floor_s
-from harness.document import RunCell
-from harness.schema import PHASE_NAMES, BootResult
+from analysis.report.run_cells import RESIDUAL, measured_rounds, phase_median, storage_floor_s
+from document import RunCell
+from document.boot_result import PHASE_NAMES, BootResult
 
 __all__ = ["PHASE_COLORS", "Plot", "fig_compare", "fig_effect", "fig_page_cache", "fig_phases",
            "fig_rounds", "fig_timeline"]
@@ -198,7 +198,7 @@ def fig_timeline(result: BootResult, title: str) -> Plot | None:
         for s in track.slices:
             if s.lane != lane:
                 continue
-            # a span is drawn in the colour of the phase it witnesses (harness.spans.phases)
+            # a span is drawn in the colour of the phase it witnesses (document.span_phases)
             phase = s.args.get("phase") or s.name.split(".")[0]
             color = PHASE_COLORS.get(phase, "#999999")
             # A slice inside another is drawn thinner, from the same baseline, so both show.
@@ -252,3 +252,34 @@ def fig_compare(cell: str, base: list[BootResult], new: list[BootResult],
     axs[0][0].set_ylabel("s")
     fig.tight_layout()
     return _svg(fig, f"base vs new rounds of {cell}")
+
+
+def fig_intervals(changes: list[Any], short: dict[str, str]) -> Plot | None:
+    """One mark per cell and metric with an interval: its estimate and interval in units of
+    its margin, so that every row's margin is the same line (at +1, -1 dotted): a pass
+    needs every total's bar to end left of +1, a regression is a bar wholly right of it."""
+    rows = [c for c in changes if c.interval_lo_s is not None and c.margin_s > 0]
+    if not rows:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(9, 0.32 * len(rows) + 1.0))
+    colors = {"regression": "#b00", "possible regression": "#d80", "not bounded": "#d80",
+              "improvement": "#060"}
+    labels = []
+    for y, c in enumerate(reversed(rows)):
+        lo, hi = c.interval_lo_s / c.margin_s, c.interval_hi_s / c.margin_s
+        clip = 6.0
+        color = colors.get(c.status, "#1f77b4")
+        ax.plot([max(lo, -clip), min(hi, clip)], [y, y], color=color,
+                linewidth=3 if c.gated else 1.5, solid_capstyle="butt")
+        ax.plot([max(min((c.estimate_s or 0) / c.margin_s, clip), -clip)], [y], "o",
+                color=color, markersize=4)
+        labels.append(f"{short.get(c.cell, c.cell)[:40]} {c.metric}: {c.status}")
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.axvline(-1.0, color="black", linewidth=0.8, linestyle=":")
+    ax.axvline(0.0, color="grey", linewidth=0.5)
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_xlabel("change / margin (the margin: +1; thick: the total, which gates a pass)")
+    ax.set_xlim(-6.2, 6.2)
+    fig.tight_layout()
+    return _svg(fig, "each cell and metric's interval of the change, in units of its margin")

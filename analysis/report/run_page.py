@@ -11,7 +11,9 @@ from typing import Any
 
 from analysis.dataset import info_identity
 from analysis.knobs import knob_effects, knob_rows, machine_label
-from analysis.report.cells import (
+from analysis.report.page import command_facts, machine_rows, number_text, render_page
+from analysis.report.plots import fig_effect, fig_page_cache, fig_phases, fig_rounds, fig_timeline
+from analysis.report.run_cells import (
     RESIDUAL,
     axis_effects,
     axis_names,
@@ -20,11 +22,9 @@ from analysis.report.cells import (
     phase_median,
     varying_axes,
 )
-from analysis.report.page import command_facts, machine_rows, number_text, render_page
-from analysis.report.plots import fig_effect, fig_page_cache, fig_phases, fig_rounds, fig_timeline
-from harness.document import RunCell, read_cells
-from harness.evidence import WeightsFacts
-from harness.schema import PHASE_NAMES
+from document import RunCell, read_cells
+from document.boot_result import PHASE_NAMES
+from document.evidence import WeightsFacts
 
 __all__ = ["render_run"]
 
@@ -62,8 +62,8 @@ def _cell_table(cells: list[RunCell], axes: list[str]) -> dict[str, Any]:
 
 
 def _witnesses(cells: list[RunCell]) -> list[dict[str, Any]]:
-    """Per cell whose median round two witnesses time: its rows (harness.witnesses)."""
-    from harness.witnesses import witness_rows
+    """Per cell whose median round two witnesses time: its rows (harness.witness_agreement)."""
+    from harness.witness_agreement import witness_rows
 
     out = []
     for c in cells:
@@ -193,12 +193,14 @@ def _knobs(doc: Any, cells: list[RunCell], order: list[str]) -> dict[str, Any]:
     rows = knob_rows(knob_effects([r for c in judged for r in c.rounds]))
     return {"machine": machine or "the machine of this run",
             "left_out": [c.id for c in cells if c.checks_failed],
-            "headers": ["rank", "knob", "cells", "ready", "verdict", "p (Holm)", "rounds",
+            "headers": ["rank", "knob", "cells", "ready", "interval s", "verdict",
+                        "margin s", "rounds",
                         "phases that moved"],
             "rows": [[str(r["rank"]), f"{r['knob']}={r['value']} (vs {r['reference']})",
-                      r["cells"], f"{r['ready_change_s']:+.1f} s", r["verdict"],
-                      "-" if r["p_adjusted"] is None else f"{r['p_adjusted']:.3g} of "
-                      f"{r['family']}", f"{r['rounds'][0]} vs {r['rounds'][1]}",
+                      r["cells"], f"{r['ready_change_s']:+.1f} s",
+                      "-" if r["interval_s"] is None else
+                      f"[{r['interval_s'][0]:+.1f}, {r['interval_s'][1]:+.1f}]", r["verdict"],
+                      f"{r['margin_s']:.1f}", f"{r['rounds'][0]} vs {r['rounds'][1]}",
                       ", ".join(f"{m} {v['change_s']:+.1f} s" for m, v in
                                 r["phases_s"].items() if v["verdict"] != "no change") or "-"]
                      for r in rows]}

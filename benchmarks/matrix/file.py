@@ -42,7 +42,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from benchmarks.matrix.schema import (
+from benchmarks.matrix.file_schema import (
     ARG_NAME,
     AXIS_DEFAULTS,
     BASE_AXES,
@@ -50,9 +50,9 @@ from benchmarks.matrix.schema import (
     RESERVED_ENGINE_ARGS,
     MatrixFile,
     MatrixFileError,
+    MatrixSettings,
     Model,
     ModelEntry,
-    Settings,
 )
 from benchmarks.matrix.yaml_loader import UniqueKeyLoader, locate
 
@@ -62,7 +62,7 @@ __all__ = ["load", "model_from_string", "names_engine_args", "engine_arg_names"]
 # --------------------------------------------------------------------------------- loading
 def load(path: Path, *, engine_arg_names: frozenset[str] | None = None,
          fixture_names: Iterable[str] | None = None) -> tuple[list[Model], list[dict[str, Any]],
-                                                              Settings]:
+                                                              MatrixSettings]:
     """Read and check ``path``: its models, its configurations (dicts of axis values, base
     axes first) and its settings. ``engine_arg_names`` (the installed vLLM's ``EngineArgs``
     fields) checks engine-argument names; None skips that check."""
@@ -115,7 +115,7 @@ def load(path: Path, *, engine_arg_names: frozenset[str] | None = None,
     configurations = _configurations(spec, fail)
     if engine_arg_names is not None:
         _check_engine_args(spec, models, configurations, engine_arg_names, fail)
-    return models, configurations, Settings(spec.rounds, spec.boot_timeout, dict(spec.budgets),
+    return models, configurations, MatrixSettings(spec.rounds, spec.boot_timeout, dict(spec.budgets),
                                             dict(spec.engine_args), dict(_env(spec.env)),
                                             spec.witness, spec.node)
 
@@ -196,7 +196,7 @@ def _model(entry: ModelEntry, i: int, fixtures: set[str], base: Path, fail) -> M
             raise fail(["models", i], f"model folder {folder} has no config.json")
         label = entry.name or folder.name
         return Model(label, "path", str(folder), **common)
-    from harness.schema import HUB_ID
+    from document.boot_result import HUB_ID
 
     if not HUB_ID.match(entry.hub or ""):
         raise fail(["models", i, "hub"], f"unknown model {entry.hub!r}: not a fixture "
@@ -311,7 +311,7 @@ def _check_engine_args(spec: MatrixFile, models: list[Model], points: list[dict[
 
 
 def names_engine_args(models: list[Model], points: list[dict[str, Any]],
-                      settings: Settings) -> bool:
+                      settings: MatrixSettings) -> bool:
     """Whether a loaded matrix names any engine argument (then worth checking against vLLM)."""
     return bool(settings.engine_args or any(m.engine_args for m in models) or any(
         k not in BASE_AXES and not ENV_NAME.match(k) for p in points for k in p))

@@ -3,7 +3,7 @@
     coldstart compact out.json -o small.json [--keep-events]
     coldstart compact --upgrade OLD.json...      # stats restated in place, nothing dropped
 
-What is dropped and kept is ``harness.document``'s to say (its ``compact`` and
+What is dropped and kept is ``document``'s to say (its ``compact`` and
 ``restate_stats``).
 """
 
@@ -13,8 +13,8 @@ import argparse
 from pathlib import Path
 
 from coldstart.cli import check_output
-from coldstart.errors import UsageError
-from harness.document import compact, read_run, restate_stats, write_run
+from document import compact, read_run, restate_stats, write_run
+from document.errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -16,17 +16,17 @@ from analysis.fit.inputs import fit_inputs, parse_forced
 from analysis.fit.lomo import lomo_line, nested_lomo
 from analysis.fit.markdown import print_terminal, write_markdown
 from analysis.fit.predictor_document import summary_json
-from analysis.fit.summary import needed_run, needed_run_line, print_summary, summarize
+from analysis.fit.unfittable import needed_run, needed_run_line, print_summary, summarize
 from analysis.knobs import knob_effects, knob_lines, machine_label
 from analysis.predictor_file import write_predictor
 from coldstart.cli import check_output
-from coldstart.errors import InputError
-from harness.schema import BootResult
+from document.boot_result import BootResult
+from document.errors import InputError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = "Fit one linear model per start-up phase; cross-validate; report."
-    parser.add_argument("results", nargs="*", help="result documents (harness.schema)")
+    parser.add_argument("results", nargs="*", help="result documents (document.boot_result)")
     parser.add_argument("--study", action="append", default=[],
                         help="the reference study's figure folder or comparison_results.json")
     parser.add_argument("--study-logs", metavar="FOLDER",
@@ -115,7 +115,7 @@ def _nested_lomo(fits: list[GroupFit], *, forced: dict[str, str],
 def _summarize(boots: list[BootResult], short: list[ShortConfiguration], args: Any,
                machine: str | None = None) -> int:
     """A run none of whose configurations can be fitted: what it measured, and the run a fit
-    needs (``analysis.fit.summary``); no predictor is written. The first and last lines are
+    needs (``analysis.fit.unfittable``); no predictor is written. The first and last lines are
     said even with ``--quiet``."""
     summary = summarize(boots, machine)
     most = max(len(c.models) for c in short)

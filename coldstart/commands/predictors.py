@@ -1,5 +1,5 @@
 """``coldstart predictors build [--check]`` re-makes the shipped predictor files from the
-published data in the repository (``analysis.predictors.build``: the recipes);
+published data in the repository (``analysis.predictors.remake``: the recipes);
 ``coldstart predictors list`` lists them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from analysis.predictor_file import load_predictor
 from analysis.predictors import PACKAGE_DIR, list_lines
-from analysis.predictors.build import RECIPES, build_all, same_fit, undated
+from analysis.predictors.remake import RECIPES, build_all, same_fit, undated
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

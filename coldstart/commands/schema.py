@@ -19,17 +19,17 @@ from pathlib import Path
 from typing import Any
 
 from coldstart.cli import check_output, run_program
-from coldstart.errors import InputError, UsageError, unreadable
+from document.errors import InputError, UsageError, unreadable
 
 # name -> (module, model, what it is); imported only when asked, so this runs without vLLM.
 DOCUMENTS: dict[str, tuple[str, str, str]] = {
-    "run": ("harness.document", "RunDocument",
+    "run": ("document", "RunDocument",
             "a run: pytest benchmarks/ --benchmark-json, gate, history, merge, ingest, compact"),
-    "cells-log-line": ("harness.document", "CellsLogLine",
+    "cells-log-line": ("document", "CellsLogLine",
                        "one line of a run's cells log (OUT.json.cells.jsonl)"),
-    "boot-result": ("harness.schema", "BootResult",
+    "boot-result": ("document.boot_result", "BootResult",
                     "one boot (coldstart boot --out), a cell's extra_info, an ingested log"),
-    "matrix-file": ("benchmarks.matrix.schema", "MatrixFile",
+    "matrix-file": ("benchmarks.matrix.file_schema", "MatrixFile",
                     "a matrix file (pytest benchmarks/ --matrix FILE.yaml)"),
     "predictor-file": ("analysis.predictor_file", "PredictorFile",
                        "a predictor file (analysis.fit -> predictor.json, analysis/predictors/)"),
@@ -53,15 +53,15 @@ def check_file(name: str, path: Path) -> str:
     are refused here as by the JSON Schema."""
     import importlib
 
-    from harness.document import cells_log_line, read_run
-    from harness.schema import SchemaError, read_json, validation_summary
+    from document import cells_log_line, read_run
+    from document.boot_result import SchemaError, read_json, validation_summary
 
     if name == "run":
         doc = read_run(path)
         return f"a run of {_count(len(doc.cells()), 'cell')}"
     if name == "matrix-file":
         from benchmarks.matrix.file import load
-        from benchmarks.matrix.schema import MatrixFileError
+        from benchmarks.matrix.file_schema import MatrixFileError
 
         try:
             models, cells, _ = load(path)

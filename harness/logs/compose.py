@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import schema
+from document import boot_result
 from harness.logs.facts import capture_not_applicable, compile_disabled
 from harness.logs.scan import LogScan
 
@@ -91,7 +91,7 @@ def model_loading_s(scan: LogScan, notes: dict[str, str]) -> float | None:
 # each: the study driver's "initialize_engine took" around LLM(...) holds the whole boot;
 # vLLM's "init engine ... took" (V1 and V0 0.7+) everything after model loading.
 _TOTALS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("study_initialize_engine_s", "initialize_engine took", schema.PHASE_NAMES),
+    ("study_initialize_engine_s", "initialize_engine took", boot_result.PHASE_NAMES),
     ("init_engine_s", "init engine (profile, create kv cache, warmup model) took",
      ("torch_compile", "kv_cache_profiling", "cuda_graph_capture")),
 )
@@ -114,13 +114,13 @@ def no_phase_reason(scan: LogScan, phases: dict[str, float | None],
     found = next(((key, words, inside) for key, words, inside in _TOTALS
                   if key in scan.durations), None)
     if found is None:
-        return f"0 of {len(schema.PHASE_NAMES)} phases in the log: it times none of them"
+        return f"0 of {len(boot_result.PHASE_NAMES)} phases in the log: it times none of them"
     key, words, inside = found
     for name in inside:
-        if notes.get(name) == schema.NOT_IN_LOG:
-            notes[name] = (f"{schema.NOT_IN_LOG}: inside the printed total ('{words}'), "
+        if notes.get(name) == boot_result.NOT_IN_LOG:
+            notes[name] = (f"{boot_result.NOT_IN_LOG}: inside the printed total ('{words}'), "
                            "which the log does not split")
-    return (f"0 of {len(schema.PHASE_NAMES)} phases in the log: it prints only its start-up "
+    return (f"0 of {len(boot_result.PHASE_NAMES)} phases in the log: it prints only its start-up "
             f"total ('{words}' {scan.durations[key]:g} s, kept in printed_total_s)")
 
 
@@ -227,7 +227,7 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
 
     compile_s: float | None
     if compile_disabled(facts):
-        notes["torch_compile"] = f"{schema.NOT_APPLICABLE_PREFIX}: compilation disabled (mode NONE)"
+        notes["torch_compile"] = f"{boot_result.NOT_APPLICABLE_PREFIX}: compilation disabled (mode NONE)"
         compile_s = None
         compile_part = 0.0
     else:
@@ -241,7 +241,7 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     capture_part: float | None
     not_applicable = capture_not_applicable(facts)
     if not_applicable:
-        notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: {not_applicable}"
+        notes["cuda_graph_capture"] = f"{boot_result.NOT_APPLICABLE_PREFIX}: {not_applicable}"
         capture_s, capture_part = None, 0.0
     else:
         capture_s = d.get("graph_capture_s")
@@ -270,9 +270,9 @@ def compose_v1(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
                                      "capture time inside it is not: not separable")
     phases["kv_cache_profiling"] = kv
 
-    for name in schema.PHASE_NAMES:
+    for name in boot_result.PHASE_NAMES:
         if phases.get(name) is None:
-            notes.setdefault(name, schema.NOT_IN_LOG)
+            notes.setdefault(name, boot_result.NOT_IN_LOG)
     return phases, subphases, notes, how
 
 
@@ -281,7 +281,7 @@ def phases_reached(scan: LogScan, before: int | None = None) -> int:
     lines before line ``before`` where given."""
     shown = {key for i, key in scan.order if before is None or i < before}
     reached = -1
-    for i, name in enumerate(schema.PHASE_NAMES):
+    for i, name in enumerate(boot_result.PHASE_NAMES):
         if shown.intersection(_END_EVIDENCE[name]):
             reached = i
     return reached
@@ -314,7 +314,7 @@ def unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str 
     Its start and the log's last instant bound how long it ran at least
     (``scan.facts["unfinished"]``).
     """
-    order = list(schema.PHASE_NAMES)
+    order = list(boot_result.PHASE_NAMES)
     stop = scan.first_error
     lines = [(i, key) for i, key in scan.order if stop is None or i < stop]
     starts_of = dict(_STARTS)
@@ -323,7 +323,7 @@ def unfinished_phase(scan: LogScan, reached: int, notes: dict[str, str]) -> str 
         starts_of["model_loading"] = (*_STARTS["model_loading"], "weights_progress")
 
     def applies(name: str) -> bool:
-        return not notes.get(name, "").startswith(schema.NOT_APPLICABLE_PREFIX)
+        return not notes.get(name, "").startswith(boot_result.NOT_APPLICABLE_PREFIX)
 
     name = scan.facts.get("traceback_phase")
     if name is not None and not applies(name):
@@ -393,7 +393,7 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
     subphases["model_loading.load_weights"] = d.get("load_weights_s")
 
     if compile_disabled(facts):
-        notes["torch_compile"] = f"{schema.NOT_APPLICABLE_PREFIX}: compilation disabled (level 0)"
+        notes["torch_compile"] = f"{boot_result.NOT_APPLICABLE_PREFIX}: compilation disabled (level 0)"
         compile_s: float | None = None
     else:
         compile_s = torch_compile_s(scan, how)
@@ -409,7 +409,7 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
 
     not_applicable = capture_not_applicable(facts)
     if not_applicable:
-        notes["cuda_graph_capture"] = f"{schema.NOT_APPLICABLE_PREFIX}: {not_applicable}"
+        notes["cuda_graph_capture"] = f"{boot_result.NOT_APPLICABLE_PREFIX}: {not_applicable}"
         capture_s, capture_part = None, 0.0
     else:
         capture_s = d.get("graph_capture_s")
@@ -446,7 +446,7 @@ def compose_v0(scan: LogScan) -> tuple[dict[str, float | None], dict[str, float 
                 f"{stamps}: 'Loading model weights took' -> '# GPU blocks'")
     phases["kv_cache_profiling"] = kv
 
-    for name in schema.PHASE_NAMES:
+    for name in boot_result.PHASE_NAMES:
         if phases.get(name) is None:
-            notes.setdefault(name, schema.NOT_IN_LOG)
+            notes.setdefault(name, boot_result.NOT_IN_LOG)
     return phases, subphases, notes, how

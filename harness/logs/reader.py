@@ -3,7 +3,7 @@
 A log line is a fallback, not the source of truth (STYLE.md, lesson 11): it holds what vLLM
 chose to print, at the level it was run with, with the timestamps it was given (whole seconds
 by default). This module reads what is there and nothing more: a phase the log cannot support
-is ``None`` with the note ``schema.NOT_IN_LOG``, never an estimate.
+is ``None`` with the note ``boot_result.NOT_IN_LOG``, never an estimate.
 
 Two steps, both public:
 
@@ -13,7 +13,7 @@ Two steps, both public:
     timestamps of instants, facts, the lines that looked like start-up timing but matched no
     pattern, and whether the log stops before start-up finished.
 ``read_log``
-    turns a log into a ``schema.BootResult`` (``source="log"``).
+    turns a log into a ``boot_result.BootResult`` (``source="log"``).
 
 How a phase is composed from log lines (vLLM 0.10.1.1 .. 0.32, GPU and CPU):
 
@@ -61,9 +61,10 @@ import os
 import re
 from pathlib import Path
 
-from harness import schema
+from document import boot_result
+from document.evidence import Evidence
+from document.secrets import environment_secrets
 from harness.cache_layers import observe_lines
-from harness.evidence import Evidence
 from harness.logs.boots import split_boots
 from harness.logs.compose import (
     compose_v0,
@@ -76,9 +77,8 @@ from harness.logs.compose import (
 from harness.logs.facts import compile_disabled, engine_config
 from harness.logs.normalise import normalise
 from harness.logs.scan import LogScan, is_log_line, scan_lines
-from harness.secrets import environment_secrets
 
-__all__ = ["read_log", "read_boots", "model_from_filename", "not_a_log"]
+__all__ = ["read_log", "log_boots", "model_from_filename", "not_a_log"]
 
 _STUDY_FILENAME = re.compile(r"^output_model_(?P<name>[^_]+)")
 # A unit word vLLM never prints whole, only as the start of a longer one ("sec" of
@@ -129,7 +129,7 @@ def not_a_log(text: str) -> str | None:
     return None
 
 
-def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.BootResult:
+def read_log(path_or_text: str | Path, *, model: str | None = None) -> boot_result.BootResult:
     """Read one vLLM start-up log into a ``BootResult`` with ``source="log"``.
 
     Parameters
@@ -147,24 +147,24 @@ def read_log(path_or_text: str | Path, *, model: str | None = None) -> schema.Bo
         (``error`` says why, ``log_tail`` holds the last lines, the phases it completed are
         kept), or ``"skipped"`` where it finished but times none of the six phases
         (``skip_reason`` says so; a printed total stays in ``printed_total_s``). A phase the log cannot support is ``None`` with ``phase_notes[name] ==
-        schema.NOT_IN_LOG``; on CPU ``cuda_graph_capture`` is "not applicable: ...".
+        boot_result.NOT_IN_LOG``; on CPU ``cuda_graph_capture`` is "not applicable: ...".
 
     A log holding several boots (a restarted pod appending to one file, see ``split_boots``)
-    gives its last boot, with ``evidence.boots_in_log``; ``read_boots`` gives them all.
+    gives its last boot, with ``evidence.boots_in_log``; ``log_boots`` gives them all.
 
     Raises
     ------
     OSError
         The file is missing or unreadable.
     """
-    return read_boots(path_or_text, model=model)[-1]
+    return log_boots(path_or_text, model=model)[-1]
 
 
-def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[schema.BootResult]:
+def log_boots(path_or_text: str | Path, *, model: str | None = None) -> list[boot_result.BootResult]:
     """Every boot of one log (``split_boots``), each read as ``read_log`` reads one; a log
     with one boot gives a list of one. A secret the log shows (an ``api_key='...'`` of vLLM's
     non-default args, a value of this process's secret-named variables) is kept out of them
-    (``harness.secrets``)."""
+    (``document.secrets``)."""
     source_path: str | None = None
     if isinstance(path_or_text, Path) or _file_name(path_or_text):
         source_path = str(path_or_text)
@@ -199,7 +199,7 @@ def read_boots(path_or_text: str | Path, *, model: str | None = None) -> list[sc
 
 
 def _file_name(text: str) -> bool:
-    """Whether a ``str`` given to ``read_boots`` names a file rather than holding the log: it
+    """Whether a ``str`` given to ``log_boots`` names a file rather than holding the log: it
     has no line break, and it is no line of a vLLM log (a one-line log pasted without its
     final newline, "INFO 04-28 16:20:20 [backends.py:1128] ... 15.26 s"), unless a file of
     that name exists."""
@@ -209,12 +209,12 @@ def _file_name(text: str) -> bool:
 
 
 def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
-               model: str | None) -> schema.BootResult:
+               model: str | None) -> boot_result.BootResult:
     scan = scan_lines(lines)
     facts = scan.facts
     phases, subphases, notes, how = _compose(scan)
 
-    state: schema.State = "failed" if scan.truncated else "measured"
+    state: boot_result.State = "failed" if scan.truncated else "measured"
     error = log_tail = None
     # A finished log that times no phase measured nothing per phase: never fitted or compared.
     skip_reason = None if scan.truncated else no_phase_reason(scan, phases, notes)
@@ -227,12 +227,12 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
         inside = unfinished_phase(scan, reached, notes)
         # The phases after the one it died in never ran; those before it that the log does
         # not time stay "not in the log".
-        stop = schema.PHASE_NAMES.index(inside) if inside is not None else reached
-        for i, name in enumerate(schema.PHASE_NAMES):
+        stop = boot_result.PHASE_NAMES.index(inside) if inside is not None else reached
+        for i, name in enumerate(boot_result.PHASE_NAMES):
             if phases.get(name) is None and i > stop:
-                notes[name] = schema.FAILED_BEFORE
+                notes[name] = boot_result.FAILED_BEFORE
         if inside is not None:
-            notes[inside] = f"{schema.UNFINISHED_PREFIX}: the log ends inside this phase"
+            notes[inside] = f"{boot_result.UNFINISHED_PREFIX}: the log ends inside this phase"
 
     model_path = facts.get("model_path")
     name = model or _model_name(model_path) or (
@@ -256,7 +256,7 @@ def _read_boot(lines: list[str], partial: str | None, source_path: str | None,
     evidence.compile_cache_layers = observe_lines(lines, platform=platform,
                                                   compiled=False if eager else None)
     total, words = printed_total(scan)
-    return schema.BootResult(
+    return boot_result.BootResult(
         state=state, model=name, model_path=model_path, source="log", source_path=source_path,
         vllm_version=version, vllm_version_source=version_source,
         vllm_version_range=facts.get("vllm_version_range"), skip_reason=skip_reason,

@@ -5,7 +5,7 @@ listens on the loopback (``harness.spans.receiver``), and the child's engine arg
 ``otlp_traces_endpoint`` (the port is known only now, so it is no part of the spec, nor of
 the compile-cache key). After the boot every span goes into ``evidence.spans``, what they say
 of the phases and whether the probes agree into ``evidence.span_phases``
-(``harness.spans.phases``), and the workaround for vLLM's tracing defect into
+(``document.span_phases``), and the workaround for vLLM's tracing defect into
 ``evidence.known_defects``.
 """
 
@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from harness.evidence import DefectNote
-from harness.schema import BootResult
-from harness.secrets import scrub_file, secret_values
-from harness.spans.phases import spans_to_phases
+from document.boot_result import BootResult
+from document.evidence import DefectNote
+from document.secrets import scrub_file, secret_values
+from document.span_phases import spans_to_phases
 from harness.spans.receiver import otlp_receiver
-from harness.spec import Prepared
+from harness.spec import PreparedBoot
 
 __all__ = ["TRACING_DEFECT", "witness_spans"]
 
@@ -39,7 +39,7 @@ _DRAIN_S = 0.5
 
 
 @contextmanager
-def witness_spans(prepared: Prepared) -> Iterator[Callable[[BootResult], BootResult]]:
+def witness_spans(prepared: PreparedBoot) -> Iterator[Callable[[BootResult], BootResult]]:
     """Receive the boot's spans while the block runs; yields the function that puts them
     into the boot's result."""
     spec = prepared.spec

@@ -34,19 +34,18 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._envs import REPO_ROOT, Release, checkout_env
-from benchmarks.matrix.plan import Cell
-from harness.document import (
+from benchmarks.matrix.cells import Cell
+from document import (
     AXIS_OPTIONS,
-    CellInfo,
     RunDocument,
     RunMeta,
     UnrecordedCell,
     run_document,
 )
+from document.boot_result import SCHEMA_VERSION, BootResult, SchemaError
+from document.secrets import environment_secrets, scrub_file
 from harness.processes import raise_on_end_signals
 from harness.registry import LOG_PROBE_PAIRS, WrapTarget
-from harness.schema import SCHEMA_VERSION, BootResult, SchemaError
-from harness.secrets import environment_secrets, scrub_file
 
 ORDER_NOTE = ("interleaved per cell: round r runs the releases forward when r is odd, "
               "backward when even (ABBA for two)")
@@ -118,9 +117,17 @@ class PytestSlot:
     def __call__(self, slot: Slot, out_json: Path) -> dict[str, Any]:
         log = out_json.with_suffix(".log")
         with open(log, "w") as fh:
-            done = subprocess.run(self.command(slot, out_json), cwd=REPO_ROOT, stdout=fh,
-                                  stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                  env=checkout_env(self.envs[slot.side]))
+            # Its own session: a Ctrl-C on the terminal reaches the gate alone, which then
+            # stops pytest as below, rather than both at once.
+            proc = subprocess.Popen(self.command(slot, out_json), cwd=REPO_ROOT, stdout=fh,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=checkout_env(self.envs[slot.side]),
+                                    start_new_session=True)
+            try:
+                returncode = proc.wait()
+            except KeyboardInterrupt:
+                stop_pytest(proc)
+                raise
         scrub_file(log, environment_secrets())  # kept beside the slot's JSON, scrubbed too
         if out_json.is_file():
             try:
@@ -129,8 +136,38 @@ class PytestSlot:
                 pass
         tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-5:])
         return missing_document(slot, self.releases[slot.side],
-                                f"pytest exited {done.returncode} without a result ({log}): "
+                                f"pytest exited {returncode} without a result ({log}): "
                                 f"{tail[-600:]}")
+
+
+# How long a stopped slot's pytest has to end its boot (kill the boot's process group, which
+# is not pytest's) after SIGINT, then after SIGTERM, before it is killed.
+STOP_GRACE_S = (60.0, 15.0)
+
+
+def stop_pytest(proc: subprocess.Popen, grace_s: tuple[float, float] = STOP_GRACE_S) -> None:
+    """Stop a slot's pytest as Ctrl-C would: SIGINT, so that the harness kills its boot's
+    process group (a session of its own, which a kill of pytest alone leaves running, vLLM's
+    engine and worker with it), then SIGTERM, then SIGKILL of pytest's group."""
+    import signal
+
+    for sig, wait_s in ((signal.SIGINT, grace_s[0]), (signal.SIGTERM, grace_s[1])):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def missing_document(slot: Slot, release: Release, why: str) -> dict[str, Any]:
@@ -140,7 +177,7 @@ def missing_document(slot: Slot, release: Release, why: str) -> dict[str, Any]:
         schema_version=SCHEMA_VERSION, unrecorded=[UnrecordedCell.of(failed)])).as_json()
 
 
-def _clock(seconds: float) -> str:
+def clock_text(seconds: float) -> str:
     seconds = max(0, int(round(seconds)))
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else \
         f"{seconds // 60}m{seconds % 60:02d}s"
@@ -171,7 +208,7 @@ def slot_document(doc: dict[str, Any], slot: Slot) -> RunDocument:
             UnrecordedCell.model_validate(failed.model_dump())]))
 
 
-def _slot_state(doc: RunDocument, cell: Cell) -> str:
+def slot_state(doc: RunDocument, cell: Cell) -> str:
     for c in doc.cells():
         if c.recorded and c.id == cell.id:
             r, failed = c.headline, c.checks_failed
@@ -201,7 +238,7 @@ def run_slots(slots: Sequence[Slot], releases: Sequence[Release], run_slot: Slot
         progress(f"[{slot.index + 1}/{len(slots)}] {releases[slot.side]}  {slot.cell.id}  "
                  f"round {slot.round}/{rounds}  "
                  + ("time left unknown (first boot)" if left is None
-                    else f"~{_clock(left)} left by estimate"))
+                    else f"~{clock_text(left)} left by estimate"))
         name = f"{slot.index + 1:03d}-{releases[slot.side].package}-{releases[slot.side].version}"
         started_at = time.strftime("%Y-%m-%dT%H:%M:%S")
         t0 = clock()
@@ -213,7 +250,7 @@ def run_slots(slots: Sequence[Slot], releases: Sequence[Release], run_slot: Slot
             return out, True
         done_s[slot.index] = clock() - t0
         progress(f"      {releases[slot.side]} round {slot.round}: "
-                 f"{_slot_state(doc, slot.cell)}"
+                 f"{slot_state(doc, slot.cell)}"
                  f" ({done_s[slot.index]:.0f} s with pytest)")
         out.append((slot, doc, {"slot": slot.index + 1, "cell": slot.cell.id,
                                 "round": slot.round, "file": f"{name}.json",
@@ -270,7 +307,7 @@ def merge_side(ran: Sequence[RanSlot], release: Release, *,
     never the slots' own stats: a slot document written before those agreed timed the whole
     boot call, seconds more. ``selection``: the digest of the cells the run was asked for
     (every ``Cell`` of the plan, booted or not) and of its matrix, taken when they were
-    chosen (``benchmarks.matrix.plan.selection_digest``), recorded as
+    chosen (``benchmarks.matrix.cells.selection_digest``), recorded as
     ``coldstart.matrix_cells`` so that ``coldstart check`` holds the document to them rather
     than to the whole matrix, while the matrix still has the cells it had.
     """
@@ -298,15 +335,12 @@ def merge_side(ran: Sequence[RanSlot], release: Release, *,
         if len(platforms) == 1:
             rounds_ = [r if r.platform else r.model_copy(update={"platform": next(iter(platforms))})
                        for r in rounds_]
-        info = CellInfo.of_rounds(rounds_)
-        stats = info.stats()
-        if acc["entry"] is None or stats is None:
+        entry = acc["entry"].with_rounds(rounds_, checks_failed=acc["checks"],
+                                         storage_floor=acc["floor"]) \
+            if acc["entry"] is not None else None
+        if entry is None:
             unrecorded += [UnrecordedCell.of(r, acc["checks"]) for r in rounds_]
             continue
-        info.storage_floor = acc["floor"]
-        info.checks_failed = acc["checks"]
-        entry = acc["entry"].model_copy(update={"extra_info": info})
-        entry.timed(stats)
         entries.append(entry)
     meta = RunMeta(schema_version=SCHEMA_VERSION, matrix=matrix, rounds=rounds,
                    matrix_cells=selection or None,
