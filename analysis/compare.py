@@ -196,8 +196,8 @@ class Comparison:
 def _release(doc: RunDocument | None, boots: list[BootResult], side: str) -> str:
     """The release a side ran, as the gate names it (NAME==VERSION)."""
     gate = doc.coldstart.gate if doc is not None else None
-    if isinstance(gate, dict) and gate.get(side):
-        return str(gate[side])
+    if gate is not None:
+        return gate.release(side)
     dist = (doc.machine_facts.vllm_distribution if doc is not None else None) or "vllm"
     version = vllm_versions(doc, boots)
     return f"{dist}=={version}" if version != "unknown" and "," not in version else \
@@ -299,18 +299,17 @@ def design_looks(prepared: PreparedRuns) -> tuple[dict[str, Look], int | None, s
     designs = []
     for doc in (prepared.base_doc, prepared.new_doc):
         gate = doc.coldstart.gate if doc is not None else None
-        designs.append(gate.get("design") if isinstance(gate, dict) else None)
+        designs.append(gate.design if gate is not None else None)
     design = designs[0]
-    if not isinstance(design, dict) or design != designs[1] \
-            or design.get("kind") != "sequential":
+    if design is None or designs[1] is None or design.model_dump() != designs[1].model_dump() \
+            or design.kind != "sequential" or design.max_rounds is None or design.cells is None:
         return {}, None, "fixed"
     looks = {}
-    for cell, ns in (design.get("looks") or {}).items():
-        ns = [int(n) for n in ns]
+    for cell, ns in design.looks.items():
         if ns:
-            looks[cell] = Look(ns[-1], ns[-2] if len(ns) > 1 else 0,
-                               int(design["max_rounds"]), int(design["cells"]))
-    return looks, int(design["cells"]), "sequential"
+            looks[cell] = Look(ns[-1], ns[-2] if len(ns) > 1 else 0, design.max_rounds,
+                               design.cells)
+    return looks, design.cells, "sequential"
 
 
 def unbooted_changes(prepared: PreparedRuns, seen: set[str]) -> list[CellChange]:
@@ -320,14 +319,14 @@ def unbooted_changes(prepared: PreparedRuns, seen: set[str]) -> list[CellChange]
     why: dict[str, str] = {}
     for doc in (prepared.base_doc, prepared.new_doc):
         gate = doc.coldstart.gate if doc is not None else None
-        if not isinstance(gate, dict):
+        if gate is None:
             continue
-        for cell in gate.get("not_booted") or []:
-            why.setdefault(str(cell), "the gate did not boot it within its budget")
-        stopped = gate.get("stopped") if isinstance(gate.get("stopped"), dict) else {}
-        for cell in stopped.get("undecided") or []:
-            why.setdefault(str(cell), f"the gate was stopped ({stopped.get('why', '?')}) "
-                                      f"after {stopped.get('after_boots', '?')} boots")
+        for cell in gate.not_booted:
+            why.setdefault(cell, "the gate did not boot it within its budget")
+        if gate.stopped is not None:
+            for cell in gate.stopped.undecided:
+                why.setdefault(cell, f"the gate was stopped ({gate.stopped.why}) "
+                                     f"after {gate.stopped.after_boots} boots")
     return [CellChange(cell, "total", None, None, None, None, 0.0, 0, 0, None, None, False,
                        "not measured", note) for cell, note in sorted(why.items())
             if cell not in seen]

@@ -4,6 +4,7 @@
 restated, compacted). Import from here; ``docs/format.md`` describes the format."""
 
 from document.edit import compact, restate_stats
+from document.gate_record import GateBoot, GateDecision, GateDesign, GateRecord, GateStop
 from document.machine_facts import FixtureStorage, MachineFacts
 from document.models import (
     AXIS_OPTIONS,
@@ -38,6 +39,7 @@ from document.run import RunDocument, new_document, recorded_facts
 from document.write import write_run
 
 __all__ = ["AXIS_OPTIONS", "CELL_AXES", "STATS_TIMER", "CellInfo", "CellsLogLine", "Entry",
+           "GateBoot", "GateDecision", "GateDesign", "GateRecord", "GateStop",
            "FixtureStorage", "MachineFacts",
            "RunCell", "RunDocument", "RunMeta", "UnrecordedCell", "benchmark_entry", "boot_of",
            "cell_axes", "cell_params", "cells_log_line", "check_version", "compact",

@@ -33,6 +33,7 @@ from document.boot_result import (
     SchemaError,
     cell_id,
 )
+from document.gate_record import GateRecord
 
 # The five axes every cell has, in the order its id names them; a matrix file's own axes
 # (engine arguments, environment variables) follow them (``BootResult.axes``).
@@ -212,7 +213,7 @@ class RunMeta(BaseModel):
     # lacks, how the two releases' boots were interleaved, and (gate) which side this is.
     probe_targets_missing: list[str] | None = None
     interleaved: dict[str, Any] | None = None
-    gate: dict[str, Any] | None = None
+    gate: GateRecord | None = None  # document.gate_record
     # analysis.merge: how many machines the merged cells ran on (analysis.machines).
     machines: int | None = None
     unrecorded: list[UnrecordedCell] = Field(default_factory=list)

@@ -114,8 +114,8 @@ class RunDocument(BaseModel):
         when = self.coldstart.written_at or self.datetime
         # a gate of a release against itself writes both sides in one second: its side
         # tells them apart
-        gate = self.coldstart.gate or {}
-        side = gate.get("side") if gate.get("base") == gate.get("new") else None
+        gate = self.coldstart.gate
+        side = gate.side if gate is not None and gate.of_one_release() else None
         return ", ".join(str(x) for x in (release, side, when) if x) or "unlabelled run"
 
     def named(self) -> RunDocument:
