@@ -153,14 +153,19 @@ MOVED_PROGRAMS = {
 }
 
 
+def _verb_command(verb: str):
+    """The module of ``verb``'s ``add_arguments`` and ``run``, imported."""
+    from importlib import import_module
+
+    from coldstart import verb_module
+
+    return import_module(verb_module(verb))
+
+
 def run_script(prog: str, verb: str, argv: list[str] | None = None) -> int:
     """A script run by its path (``python deploy/shard.py``, the form a Kubernetes manifest
     names): ``verb``'s program, its usage and error lines named ``prog``."""
-    from importlib import import_module
-
-    from coldstart import VERBS
-
-    command = import_module(VERBS[verb][0])
+    command = _verb_command(verb)
     parser = ArgumentParser(prog=prog)
     command.add_arguments(parser)
     parser.set_defaults(program=prog)
@@ -177,9 +182,5 @@ def run_old_form(module: str) -> int:
         print(f"python -m {module}: error: no program of its own: run coldstart VERB "
               "(coldstart --help lists them)", file=sys.stderr)
         return 2
-    from importlib import import_module
-
-    from coldstart import VERBS
-
-    command = import_module(VERBS[verb][0])
+    command = _verb_command(verb)
     return run_program(module, command.add_arguments, command.run)
