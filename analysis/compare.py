@@ -302,13 +302,13 @@ def design_looks(prepared: PreparedRuns) -> tuple[dict[str, Look], int | None, s
         designs.append(gate.design if gate is not None else None)
     design = designs[0]
     if design is None or designs[1] is None or design.model_dump() != designs[1].model_dump() \
-            or design.kind != "sequential" or design.max_rounds is None or design.cells is None:
+            or design.kind != "sequential":
         return {}, None, "fixed"
     looks = {}
     for cell, ns in design.looks.items():
         if ns:
             looks[cell] = Look(ns[-1], ns[-2] if len(ns) > 1 else 0, design.max_rounds,
-                               design.cells)
+                               design.cells)  # both there: GateDesign refuses it without
     return looks, design.cells, "sequential"
 
 

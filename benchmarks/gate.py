@@ -55,7 +55,7 @@ from benchmarks.interleave import (
     slot_state,
 )
 from benchmarks.matrix.cells import Cell, selection_digest
-from document import RunDocument, write_run
+from document import GateBoot, GateDecision, GateDesign, GateStop, RunDocument, write_run
 from document.errors import USER_ERRORS
 from harness.registry import WrapTarget
 
@@ -99,15 +99,15 @@ class GatePlan:
         # are written after the boots: a cell added to the file meanwhile is then noticed.
         object.__setattr__(self, "selection", selection_digest(self.matrix, list(self.cells)))
 
-    def design(self, looks: dict[str, list[int]]) -> dict[str, Any]:
+    def design(self, looks: dict[str, list[int]]) -> GateDesign:
         """The design both sides record (``coldstart.gate.design``), which compare reads to
         judge each cell at the gate's last look."""
         if self.rounds is not None:
-            return {"kind": "fixed", "rounds": self.rounds}
-        return {"kind": "sequential", "first_rounds": self.first_rounds,
-                "max_rounds": self.max_rounds, "max_minutes": self.max_minutes,
-                "cells": len(self.cells), "spending": "Pocock-type (Lan-DeMets), Bonferroni "
-                "over looks", "looks": {k: list(v) for k, v in looks.items()}}
+            return GateDesign(kind="fixed", rounds=self.rounds)
+        return GateDesign(kind="sequential", first_rounds=self.first_rounds,
+                          max_rounds=self.max_rounds, max_minutes=self.max_minutes,
+                          cells=len(self.cells), spending="Pocock-type (Lan-DeMets), "
+                          "Bonferroni over looks", looks={k: list(v) for k, v in looks.items()})
 
 
 def side_files(releases: Sequence[Release]) -> list[str]:
@@ -321,7 +321,7 @@ def run_sequential(plan: GatePlan, releases: Sequence[Release], run_slot: SlotRu
                 ran.append((Slot(rec["slot"] - 1, cell, side, round_), doc, rec))
                 return True
             reboots += 1
-            record["rebooted"].append({**rec, "why": why})
+            record["rebooted"].append(GateBoot(**rec, why=why))
             progress(f"      disturbed ({why}): booting round {round_} again")
 
     def look(cell: Cell, n: int) -> tuple[str, list]:
@@ -341,7 +341,7 @@ def run_sequential(plan: GatePlan, releases: Sequence[Release], run_slot: SlotRu
         for w in range(plan.warmups if cells else 0):
             for side in (range(len(releases)) if w % 2 == 0 else reversed(range(len(releases)))):
                 doc, rec = boot(cells[0], side, 0, f"warm-up {w + 1}/{plan.warmups} (not measured)")
-                record["warmup"].append(rec)
+                record["warmup"].append(GateBoot(**rec))
         for k, cell in enumerate(cells, 1):
             if regression or not budget.fits(cell, 2 * plan.first_rounds):
                 not_booted.append(cell.id)
@@ -356,14 +356,14 @@ def run_sequential(plan: GatePlan, releases: Sequence[Release], run_slot: SlotRu
                 progress(_look_line(cell, k, n_cells, n, verdict, mine, counter["boots"],
                                     budget))
                 if verdict in ("pass", "regression"):
-                    record["decided"][cell.id] = {"verdict": verdict, "rounds": n}
+                    record["decided"][cell.id] = GateDecision(verdict=verdict, rounds=n)
                     regression = verdict == "regression"
                     break
                 if n >= plan.max_rounds or not budget.fits(cell, 2):
-                    record["decided"][cell.id] = {
-                        "verdict": "undecided", "rounds": n,
-                        "why": f"{plan.max_rounds} rounds a side reached"
-                        if n >= plan.max_rounds else "the time budget is spent"}
+                    record["decided"][cell.id] = GateDecision(
+                        verdict="undecided", rounds=n,
+                        why=f"{plan.max_rounds} rounds a side reached"
+                        if n >= plan.max_rounds else "the time budget is spent")
                     break
             if regression:
                 progress("a regression is confirmed: the release's verdict is decided, the "
@@ -372,9 +372,9 @@ def run_sequential(plan: GatePlan, releases: Sequence[Release], run_slot: SlotRu
         progress(f"stopped after {counter['boots']} boot(s); writing what finished")
         stopped = True
         # what the stop left out, so that the sides say it, not only this run's console
-        record["stopped"] = {"after_boots": counter["boots"], "why": str(exc) or "Ctrl-C",
-                             "undecided": [c.id for c in cells
-                                           if c.id not in record["decided"]]}
+        record["stopped"] = GateStop(after_boots=counter["boots"], why=str(exc) or "Ctrl-C",
+                                     undecided=[c.id for c in cells
+                                                if c.id not in record["decided"]])
     record.update(boots=counter["boots"], minutes=round(budget.elapsed() / 60, 2),
                   not_booted=not_booted)
     paths, empty = _write_sides(plan, releases, ran, out_dir, missing, "ABBA",

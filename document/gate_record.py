@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["GateBoot", "GateDecision", "GateDesign", "GateRecord", "GateStop"]
 
@@ -45,6 +45,15 @@ class GateDesign(BaseModel):
     cells: int | None = None
     spending: str | None = None
     looks: dict[str, list[int]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _judgeable(self) -> GateDesign:
+        # compare spends alpha over a sequential gate's looks by max_rounds and splits it over
+        # its cells: a design without them cannot be judged as the gate ran it, and judging it
+        # as one look at the whole alpha would claim more than the gate's rule allows.
+        if self.kind == "sequential" and (self.max_rounds is None or self.cells is None):
+            raise ValueError("a sequential design needs max_rounds and cells")
+        return self
 
 
 class GateDecision(BaseModel):

